@@ -1,0 +1,50 @@
+# kcm-rs developer entry points. `make test` is what CI runs (.ci/run).
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+CARGO ?= cargo
+CLUSTER := hack/cluster.sh
+
+.PHONY: all build fmt fmt-check clippy unit e2e test run cluster-up cluster-down bench
+
+all: build
+
+build:
+	$(CARGO) build --workspace --all-targets
+
+fmt:
+	$(CARGO) fmt --all
+
+fmt-check:
+	$(CARGO) fmt --all -- --check
+
+clippy:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# Unit and in-process tests: everything but the e2e crate, which needs the local control plane.
+unit:
+	$(CARGO) test --workspace --exclude kcm-rs-e2e
+
+# The e2e suites against a control plane this target starts (reference mode) and always stops.
+# The cluster's component logs are printed by the tests themselves when something fails.
+e2e:
+	$(CARGO) test -p kcm-rs-e2e --no-run
+	$(CLUSTER) down >/dev/null 2>&1 || true
+	trap '$(CLUSTER) down' EXIT; \
+	$(CLUSTER) up --mode reference; \
+	eval "$$($(CLUSTER) env)"; \
+	$(CARGO) test -p kcm-rs-e2e -- --test-threads=4
+
+test: fmt-check clippy unit e2e
+
+# Brings up the control plane in replace mode (upstream KCM without the controllers kcm-rs takes over)
+# and runs kcm-rs against it in the foreground. The cluster keeps running afterwards: make cluster-down.
+run:
+	$(CARGO) build -p kcm-rs
+	@if ! $(CLUSTER) status >/dev/null 2>&1; then $(CLUSTER) up --mode replace; fi
+	eval "$$($(CLUSTER) env)"; ./target/debug/kcm-rs --kubeconfig "$$KUBECONFIG"
+
+cluster-up:
+	$(CLUSTER) up --mode $${MODE:-replace}
+
+cluster-down:
+	$(CLUSTER) down

@@ -1,0 +1,135 @@
+//! `--controllers` with kube-controller-manager's syntax.
+//!
+//! Each entry is `*` (every controller that is on by default), `name` (enable) or `-name` (disable);
+//! the first entry that mentions a controller decides for it, and `*` decides for the rest. Unknown
+//! names are an error listing the known ones, as KCM's flag validation does.
+
+use thiserror::Error;
+
+/// A controller kube-controller-manager knows, under its current and its legacy (alias) name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControllerName {
+    /// KCM's name, e.g. `replicaset-controller`.
+    pub name: &'static str,
+    /// The pre-1.29 short name KCM still accepts, e.g. `replicaset`.
+    pub alias: &'static str,
+}
+
+/// The controllers kcm-rs reimplements, in KCM's naming. All three are on by default in KCM.
+pub const KNOWN_CONTROLLERS: &[ControllerName] = &[
+    ControllerName {
+        name: "deployment-controller",
+        alias: "deployment",
+    },
+    ControllerName {
+        name: "job-controller",
+        alias: "job",
+    },
+    ControllerName {
+        name: "replicaset-controller",
+        alias: "replicaset",
+    },
+];
+
+/// KCM's flag default: every controller that is enabled by default.
+pub const DEFAULT_CONTROLLERS: &str = "*";
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ControllersError {
+    #[error("--controllers: unknown controller {given:?}; known controllers are {known}")]
+    Unknown { given: String, known: String },
+    #[error("--controllers: empty entry")]
+    Empty,
+}
+
+/// Resolves the `--controllers` entries to the set of enabled controller names (KCM names, sorted).
+pub fn enabled_controllers(entries: &[String]) -> Result<Vec<&'static str>, ControllersError> {
+    let mut decided: Vec<(&'static str, bool)> = Vec::new();
+    let mut star = false;
+    for raw in entries {
+        let entry = raw.trim();
+        if entry.is_empty() {
+            return Err(ControllersError::Empty);
+        }
+        if entry == "*" {
+            star = true;
+            continue;
+        }
+        let (enable, name) = match entry.strip_prefix('-') {
+            Some(rest) => (false, rest),
+            None => (true, entry),
+        };
+        let known = lookup(name).ok_or_else(|| ControllersError::Unknown {
+            given: name.to_owned(),
+            known: KNOWN_CONTROLLERS
+                .iter()
+                .map(|c| c.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+        if !decided.iter().any(|(n, _)| *n == known.name) {
+            decided.push((known.name, enable));
+        }
+    }
+    Ok(KNOWN_CONTROLLERS
+        .iter()
+        .filter(|c| {
+            decided
+                .iter()
+                .find(|(n, _)| *n == c.name)
+                .map_or(star, |(_, on)| *on)
+        })
+        .map(|c| c.name)
+        .collect())
+}
+
+fn lookup(name: &str) -> Option<&'static ControllerName> {
+    KNOWN_CONTROLLERS
+        .iter()
+        .find(|c| c.name == name || c.alias == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Vec<&'static str>, ControllersError> {
+        enabled_controllers(&s.split(',').map(str::to_owned).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn star_enables_all_on_by_default() {
+        assert_eq!(
+            parse("*").unwrap(),
+            ["deployment-controller", "job-controller", "replicaset-controller"]
+        );
+    }
+
+    #[test]
+    fn minus_disables_and_aliases_work() {
+        assert_eq!(
+            parse("*,-job-controller,-deployment").unwrap(),
+            ["replicaset-controller"]
+        );
+    }
+
+    #[test]
+    fn named_without_star_enables_only_those() {
+        assert_eq!(parse("replicaset").unwrap(), ["replicaset-controller"]);
+    }
+
+    #[test]
+    fn first_match_wins() {
+        assert_eq!(
+            parse("-job,job,*").unwrap(),
+            ["deployment-controller", "replicaset-controller"]
+        );
+    }
+
+    #[test]
+    fn unknown_name_lists_the_known_ones() {
+        let err = parse("*,-cronjob").unwrap_err();
+        assert!(err.to_string().contains("replicaset-controller"), "{err}");
+        assert!(err.to_string().contains("\"cronjob\""), "{err}");
+    }
+}

@@ -1,0 +1,171 @@
+//! The shared informer factory (client-go `SharedInformerFactory`): one informer, hence one watch, per
+//! (kind, selectors) however many controllers ask for it.
+
+use std::{
+    any::{Any, TypeId},
+    collections::HashMap,
+    sync::Arc,
+};
+
+use k8s_openapi::NamespaceResourceScope;
+use kube::{Api, Client, Resource};
+use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use super::shared::{Scope, SharedInformer};
+use crate::{
+    metrics::{MetricsProvider, NoopMetrics},
+    reflector::ReflectorConfig,
+    transform::strip_managed_fields,
+};
+
+/// Selectors that make an informer distinct from the plain one for its kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct InformerOptions {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+}
+
+/// Hands out shared informers. Informers requested after `start` must be started by calling `start`
+/// again (it starts only those not yet running), as in client-go.
+pub struct SharedInformerFactory {
+    client: Client,
+    /// Namespaces every namespaced informer is limited to; empty means all namespaces.
+    namespaces: Vec<String>,
+    watch_list: bool,
+    metrics: Arc<dyn MetricsProvider>,
+    informers: Mutex<HashMap<(TypeId, InformerOptions), Entry>>,
+}
+
+struct Entry {
+    informer: Box<dyn Any + Send + Sync>,
+    start: Box<dyn Fn(CancellationToken) + Send + Sync>,
+}
+
+impl std::fmt::Debug for SharedInformerFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedInformerFactory")
+            .field("namespaces", &self.namespaces)
+            .field("informers", &self.informers.lock().len())
+            .finish()
+    }
+}
+
+impl SharedInformerFactory {
+    pub fn new(client: Client) -> Self {
+        SharedInformerFactory {
+            client,
+            namespaces: Vec::new(),
+            watch_list: true,
+            metrics: Arc::new(NoopMetrics),
+            informers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Limits every namespaced informer to these namespaces (one watch per namespace).
+    #[must_use]
+    pub fn with_namespaces(mut self, namespaces: Vec<String>) -> Self {
+        self.namespaces = namespaces;
+        self
+    }
+
+    /// Turns streaming lists off (they are on by default, as in client-go since 1.35).
+    #[must_use]
+    pub fn with_watch_list(mut self, enabled: bool) -> Self {
+        self.watch_list = enabled;
+        self
+    }
+
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Arc<dyn MetricsProvider>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// The shared informer for a namespaced kind.
+    pub fn namespaced<K>(&self, options: InformerOptions) -> SharedInformer<K>
+    where
+        K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.get_or_create(options, |client, namespaces| {
+            if namespaces.is_empty() {
+                vec![Scope {
+                    api: Api::all(client),
+                    namespace: None,
+                }]
+            } else {
+                namespaces
+                    .iter()
+                    .map(|ns| Scope {
+                        api: Api::namespaced(client.clone(), ns),
+                        namespace: Some(ns.clone()),
+                    })
+                    .collect()
+            }
+        })
+    }
+
+    /// The shared informer for a cluster-scoped kind (namespaces do not apply).
+    pub fn cluster<K>(&self, options: InformerOptions) -> SharedInformer<K>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    {
+        self.get_or_create(options, |client, _| {
+            vec![Scope {
+                api: Api::all(client),
+                namespace: None,
+            }]
+        })
+    }
+
+    fn get_or_create<K>(
+        &self,
+        options: InformerOptions,
+        scopes: impl FnOnce(Client, &[String]) -> Vec<Scope<K>>,
+    ) -> SharedInformer<K>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    {
+        let mut informers = self.informers.lock();
+        let key = (TypeId::of::<K>(), options.clone());
+        if let Some(entry) = informers.get(&key) {
+            return entry
+                .informer
+                .downcast_ref::<SharedInformer<K>>()
+                .expect("keyed by type")
+                .clone();
+        }
+        let resource = K::plural(&()).into_owned();
+        let config = ReflectorConfig {
+            watch_list: self.watch_list,
+            label_selector: options.label_selector.clone(),
+            field_selector: options.field_selector.clone(),
+            transform: Some(strip_managed_fields()),
+            metrics: self.metrics.reflector_metrics(&resource),
+        };
+        let informer = SharedInformer::new(resource, scopes(self.client.clone(), &self.namespaces), config);
+        let started = informer.clone();
+        informers.insert(
+            key,
+            Entry {
+                informer: Box::new(informer.clone()),
+                start: Box::new(move |cancel| started.run(cancel)),
+            },
+        );
+        informer
+    }
+
+    /// Starts every informer handed out so far that is not running yet.
+    pub fn start(&self, cancel: &CancellationToken) {
+        for entry in self.informers.lock().values() {
+            (entry.start)(cancel.clone());
+        }
+    }
+}

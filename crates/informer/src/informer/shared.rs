@@ -1,0 +1,281 @@
+//! The shared informer (client-go `sharedIndexInformer`): one store fed by one reflector per scope,
+//! and any number of handlers.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use kube::{Api, Resource};
+use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
+use tokio::{
+    sync::{mpsc, watch},
+    time::Instant,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    handler::EventHandler,
+    listener::{HandlerRegistration, Listener, Notification},
+};
+use crate::{
+    key::ObjectKey,
+    reflector::{Reflector, ReflectorConfig, ReflectorEvent},
+    store::{Lister, NAMESPACE_INDEX, Store, namespace_index},
+};
+
+/// Per-handler resync periods are never shorter than this (client-go `minimumResyncPeriod`).
+pub const MIN_RESYNC_PERIOD: Duration = Duration::from_secs(1);
+
+/// One watched scope: the API handle and the namespace it is limited to (`None`: all namespaces).
+pub struct Scope<K> {
+    pub api: Api<K>,
+    pub namespace: Option<String>,
+}
+
+impl<K> std::fmt::Debug for Scope<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scope")
+            .field("namespace", &self.namespace)
+            .finish()
+    }
+}
+
+/// A cache of one resource kept in step with the API server, with handlers. Cloning shares it.
+pub struct SharedInformer<K> {
+    inner: Arc<Inner<K>>,
+}
+
+struct Inner<K> {
+    /// Name for logs, e.g. `pods`.
+    resource: String,
+    store: Store<K>,
+    /// The handlers. Held while an event is applied and fanned out, so a handler added meanwhile sees
+    /// either the state before the event plus the event, or the state after it: never a gap.
+    listeners: Mutex<Vec<Arc<Listener<K>>>>,
+    synced_tx: watch::Sender<bool>,
+    scopes: Mutex<Vec<Scope<K>>>,
+    config: ReflectorConfig<K>,
+    started: AtomicBool,
+}
+
+impl<K> Clone for SharedInformer<K> {
+    fn clone(&self) -> Self {
+        SharedInformer {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for SharedInformer<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedInformer")
+            .field("resource", &self.inner.resource)
+            .field("store", &self.inner.store)
+            .field("synced", &*self.inner.synced_tx.borrow())
+            .finish()
+    }
+}
+
+impl<K> SharedInformer<K>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    /// An informer over `scopes` (one reflector each). The store always has the namespace index.
+    pub fn new(resource: impl Into<String>, scopes: Vec<Scope<K>>, config: ReflectorConfig<K>) -> Self {
+        let store = Store::new();
+        store.add_index(NAMESPACE_INDEX, namespace_index());
+        let (synced_tx, _) = watch::channel(false);
+        SharedInformer {
+            inner: Arc::new(Inner {
+                resource: resource.into(),
+                store,
+                listeners: Mutex::new(Vec::new()),
+                synced_tx,
+                scopes: Mutex::new(scopes),
+                config,
+                started: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    pub fn store(&self) -> &Store<K> {
+        &self.inner.store
+    }
+
+    pub fn lister(&self) -> Lister<K> {
+        Lister::new(self.inner.store.clone())
+    }
+
+    /// True once every scope's first list has been applied to the store.
+    pub fn has_synced(&self) -> bool {
+        *self.inner.synced_tx.borrow()
+    }
+
+    /// Adds a handler. Added after start, it first receives the cache's contents as initial adds.
+    /// `resync` asks for every cached object again (as an update with old == new) at that period,
+    /// clamped to at least [`MIN_RESYNC_PERIOD`].
+    pub fn add_event_handler(
+        &self,
+        handler: impl EventHandler<K>,
+        resync: Option<Duration>,
+    ) -> HandlerRegistration {
+        let period = resync.map(|p| p.max(MIN_RESYNC_PERIOD));
+        let (listener, pending_initial) = Listener::spawn(Arc::new(handler), period);
+        let mut listeners = self.inner.listeners.lock();
+        if self.inner.started.load(Ordering::Acquire) {
+            for obj in self.inner.store.list() {
+                listener.send(Notification::Add { obj, initial: true });
+            }
+        }
+        listeners.push(listener);
+        HandlerRegistration {
+            pending_initial,
+            informer_synced: self.inner.synced_tx.subscribe(),
+        }
+    }
+
+    /// Starts the reflectors and the delivery task; they stop when `cancel` fires. Only the first call
+    /// starts anything.
+    pub fn run(&self, cancel: CancellationToken) {
+        if self.inner.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let scopes = std::mem::take(&mut *self.inner.scopes.lock());
+        let (tx, mut rx) = mpsc::unbounded_channel::<(usize, ReflectorEvent<K>)>();
+        let scope_namespaces: Vec<Option<String>> = scopes.iter().map(|s| s.namespace.clone()).collect();
+        for (i, scope) in scopes.into_iter().enumerate() {
+            let name = match &scope.namespace {
+                Some(ns) => format!("{} in {ns}", self.inner.resource),
+                None => self.inner.resource.clone(),
+            };
+            let reflector = Reflector::new(scope.api, name, self.inner.config.clone());
+            let (rtx, mut rrx) = mpsc::unbounded_channel();
+            tokio::spawn(reflector.run(rtx, cancel.clone()));
+            let tx = tx.clone();
+            // Tag each scope's events so a relist only replaces its own namespace.
+            tokio::spawn(async move {
+                while let Some(ev) = rrx.recv().await {
+                    if tx.send((i, ev)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let inner = self.inner.clone();
+        let resync_cancel = cancel.clone();
+        tokio::spawn(async move {
+            let mut replaced = vec![false; scope_namespaces.len()];
+            while let Some((i, ev)) = rx.recv().await {
+                let first = !replaced[i];
+                if matches!(ev, ReflectorEvent::Replace { .. }) {
+                    replaced[i] = true;
+                }
+                inner.process(ev, scope_namespaces[i].as_deref(), first);
+                if first && replaced.iter().all(|r| *r) && !*inner.synced_tx.borrow() {
+                    inner.synced_tx.send_replace(true);
+                }
+            }
+        });
+        let inner = self.inner.clone();
+        tokio::spawn(async move { inner.resync_loop(resync_cancel).await });
+    }
+}
+
+impl<K> Inner<K>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    fn process(&self, event: ReflectorEvent<K>, scope: Option<&str>, first_list: bool) {
+        let listeners = self.listeners.lock();
+        let fan_out = |n: &dyn Fn() -> Notification<K>| listeners.iter().for_each(|l| l.send(n()));
+        match event {
+            ReflectorEvent::Added(o) | ReflectorEvent::Modified(o) => {
+                let new = Arc::new(o);
+                let key = ObjectKey::of(&*new);
+                match self.store.upsert(key, new.clone()) {
+                    Some(old) => self.notify_update(&listeners, old, new),
+                    None => fan_out(&|| Notification::Add {
+                        obj: new.clone(),
+                        initial: false,
+                    }),
+                }
+            }
+            ReflectorEvent::Deleted(o) => {
+                let obj = Arc::new(o);
+                self.store.delete(&ObjectKey::of(&*obj));
+                fan_out(&|| Notification::Delete(super::DeletedObject::Final(obj.clone())));
+            }
+            ReflectorEvent::Replace { objects, .. } => {
+                let listed: ahash::AHashMap<ObjectKey, Arc<K>> = objects
+                    .into_iter()
+                    .map(|o| (ObjectKey::of(&o), Arc::new(o)))
+                    .collect();
+                let cached = match scope {
+                    Some(ns) => self.store.index_keys(NAMESPACE_INDEX, ns).unwrap_or_default(),
+                    None => self.store.list_keys(),
+                };
+                for key in cached {
+                    if !listed.contains_key(&key)
+                        && let Some(last_known) = self.store.delete(&key)
+                    {
+                        let d = super::DeletedObject::Unknown { key, last_known };
+                        fan_out(&|| Notification::Delete(d.clone()));
+                    }
+                }
+                for (key, new) in listed {
+                    match self.store.upsert(key, new.clone()) {
+                        Some(old) => self.notify_update(&listeners, old, new),
+                        None => fan_out(&|| Notification::Add {
+                            obj: new.clone(),
+                            initial: first_list,
+                        }),
+                    }
+                }
+            }
+        }
+    }
+
+    /// An update whose resourceVersion did not change is a resync, not a change: only handlers whose
+    /// resync is due get it (client-go `sharedIndexInformer.OnUpdate`).
+    fn notify_update(&self, listeners: &[Arc<Listener<K>>], old: Arc<K>, new: Arc<K>) {
+        let same = old.meta().resource_version.is_some()
+            && old.meta().resource_version == new.meta().resource_version;
+        for l in listeners {
+            let resync_due = l.resync_period.is_some() && *l.next_resync.lock() <= Instant::now();
+            if same && !resync_due {
+                continue;
+            }
+            l.send(Notification::Update {
+                old: old.clone(),
+                new: new.clone(),
+            });
+        }
+    }
+
+    /// Redelivers the cache to each handler whose resync period has passed. Checks every
+    /// [`MIN_RESYNC_PERIOD`], which is cheap (a look at each listener's deadline).
+    async fn resync_loop(&self, cancel: CancellationToken) {
+        loop {
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                () = tokio::time::sleep(MIN_RESYNC_PERIOD) => {}
+            }
+            let now = Instant::now();
+            let listeners = self.listeners.lock();
+            for l in listeners.iter().filter(|l| l.take_resync_due(now)) {
+                for obj in self.store.list() {
+                    l.send(Notification::Update {
+                        old: obj.clone(),
+                        new: obj,
+                    });
+                }
+            }
+        }
+    }
+}

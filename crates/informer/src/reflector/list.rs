@@ -1,0 +1,161 @@
+//! The two ways a reflector gets a full snapshot: a paginated LIST, or a streaming list (watch-list).
+
+use ahash::AHashMap;
+use futures::{StreamExt as _, stream::BoxStream};
+use kube::{
+    Resource,
+    api::{ListParams, WatchEvent, WatchParams},
+};
+use serde::de::DeserializeOwned;
+
+use super::{
+    INITIAL_EVENTS_END_ANNOTATION, LIST_PAGE_SIZE, Reflector, ReflectorError, ReflectorEvent, Sink,
+    errors::{is_expired, is_expired_status, is_watch_list_refused},
+};
+use crate::key::ObjectKey;
+
+pub(super) type WatchStream<K> = BoxStream<'static, kube::Result<WatchEvent<K>>>;
+
+impl<K> Reflector<K>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    /// LISTs the scope following the resource-version rules; on Expired retries at once with "".
+    pub(super) async fn list(&mut self) -> Result<(Vec<K>, String), ReflectorError> {
+        loop {
+            let rv = self.relist_resource_version();
+            match self.list_at(&rv).await {
+                Ok(result) => {
+                    self.last_rv_unavailable = false;
+                    self.config.metrics.list(result.0.len());
+                    return Ok(result);
+                }
+                Err(e) if is_expired(&e) && !rv.is_empty() => {
+                    tracing::info!(resource = %self.resource, rv, "resource version too old for a list; listing from etcd");
+                    self.last_rv_unavailable = true;
+                }
+                Err(source) => {
+                    self.config.metrics.list_error();
+                    return Err(ReflectorError::List {
+                        resource: self.resource.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+    }
+
+    /// One LIST at `rv`. Only consistent reads ("") are paginated: a list at "0" or at an RV is served
+    /// from the watch cache, which ignores limits (client-go disables paging for them too).
+    async fn list_at(&self, rv: &str) -> kube::Result<(Vec<K>, String)> {
+        let mut items = Vec::new();
+        let mut continue_token: Option<String> = None;
+        loop {
+            let mut lp = ListParams::default();
+            lp.label_selector.clone_from(&self.config.label_selector);
+            lp.field_selector.clone_from(&self.config.field_selector);
+            if rv.is_empty() {
+                lp.limit = Some(LIST_PAGE_SIZE);
+                lp.continue_token.clone_from(&continue_token);
+            } else {
+                lp.resource_version = Some(rv.to_owned());
+            }
+            let page = self.api.list(&lp).await?;
+            items.extend(page.items.into_iter().map(|o| self.apply_transform(o)));
+            continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
+            if continue_token.is_none() {
+                return Ok((items, page.metadata.resource_version.unwrap_or_default()));
+            }
+        }
+    }
+
+    /// A streaming list: a watch with `sendInitialEvents=true` whose initial events end at a bookmark
+    /// annotated `k8s.io/initial-events-end: "true"`. Sends the snapshot as one `Replace` and returns
+    /// the still-open stream, which then serves as the watch. `Ok(None)` means the server refused the
+    /// request or the stream ended early: fall back to LIST for this attempt.
+    pub(super) async fn watch_list(
+        &mut self,
+        sink: &Sink<K>,
+    ) -> Result<Option<WatchStream<K>>, ReflectorError> {
+        let rv = if self.last_rv_unavailable {
+            String::new()
+        } else {
+            self.last_sync_rv.clone()
+        };
+        let mut wp = WatchParams::streaming_lists().timeout(Self::watch_timeout());
+        wp.label_selector.clone_from(&self.config.label_selector);
+        wp.field_selector.clone_from(&self.config.field_selector);
+        self.config.metrics.watch();
+        let mut stream: WatchStream<K> = match self.api.watch(&wp, &rv).await {
+            Ok(s) => s.boxed(),
+            Err(e) if is_expired(&e) => {
+                self.last_rv_unavailable = true;
+                return Err(ReflectorError::Expired {
+                    resource: self.resource.clone(),
+                    resource_version: rv,
+                });
+            }
+            Err(e) if is_watch_list_refused(&e) => {
+                tracing::info!(resource = %self.resource, "streaming list refused ({e}); falling back to LIST");
+                return Ok(None);
+            }
+            Err(source) => {
+                self.config.metrics.watch_error();
+                return Err(ReflectorError::Watch {
+                    resource: self.resource.clone(),
+                    source,
+                });
+            }
+        };
+        let mut snapshot: AHashMap<ObjectKey, K> = AHashMap::new();
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(WatchEvent::Added(o) | WatchEvent::Modified(o)) => {
+                    let o = self.apply_transform(o);
+                    snapshot.insert(ObjectKey::of(&o), o);
+                }
+                Ok(WatchEvent::Deleted(o)) => {
+                    snapshot.remove(&ObjectKey::of(&o));
+                }
+                Ok(WatchEvent::Bookmark(b)) => {
+                    let done = b
+                        .metadata
+                        .annotations
+                        .get(INITIAL_EVENTS_END_ANNOTATION)
+                        .map(String::as_str)
+                        == Some("true");
+                    if done {
+                        let resource_version = b.metadata.resource_version;
+                        self.last_sync_rv.clone_from(&resource_version);
+                        self.last_rv_unavailable = false;
+                        let objects: Vec<K> = snapshot.into_values().collect();
+                        self.config.metrics.list(objects.len());
+                        // A closed sink is noticed by the watch loop's next send.
+                        let _ = sink.send(ReflectorEvent::Replace {
+                            objects,
+                            resource_version,
+                        });
+                        return Ok(Some(stream));
+                    }
+                }
+                Ok(WatchEvent::Error(s)) if is_expired_status(s.code, &s.reason, &s.message) => {
+                    self.last_rv_unavailable = true;
+                    return Err(ReflectorError::Expired {
+                        resource: self.resource.clone(),
+                        resource_version: rv,
+                    });
+                }
+                Ok(WatchEvent::Error(s)) => {
+                    tracing::info!(resource = %self.resource, "streaming list failed ({} {}); falling back to LIST", s.code, s.message);
+                    return Ok(None);
+                }
+                Err(e) => {
+                    tracing::info!(resource = %self.resource, "streaming list broke off ({e}); falling back to LIST");
+                    return Ok(None);
+                }
+            }
+        }
+        tracing::info!(resource = %self.resource, "streaming list ended before its initial-events-end bookmark; falling back to LIST");
+        Ok(None)
+    }
+}

@@ -1,0 +1,222 @@
+//! Reflector edge cases against the in-process fake API (see `testing::fake_api`).
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::*;
+use crate::testing::fake_api::{Answer, FakeApi, bookmark, event, name_of, pod, status};
+
+fn start(api: &FakeApi, watch_list: bool) -> (UnboundedReceiver<ReflectorEvent<Pod>>, CancellationToken) {
+    let config = ReflectorConfig {
+        watch_list,
+        transform: Some(crate::transform::strip_managed_fields()),
+        ..ReflectorConfig::default()
+    };
+    let reflector = Reflector::new(Api::<Pod>::all(api.client()), "pods", config);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    tokio::spawn(reflector.run(tx, cancel.clone()));
+    (rx, cancel)
+}
+
+async fn next(rx: &mut UnboundedReceiver<ReflectorEvent<Pod>>) -> ReflectorEvent<Pod> {
+    tokio::time::timeout(Duration::from_secs(120), rx.recv())
+        .await
+        .expect("an event in time")
+        .expect("open")
+}
+
+fn describe(e: &ReflectorEvent<Pod>) -> String {
+    match e {
+        ReflectorEvent::Replace {
+            objects,
+            resource_version,
+        } => {
+            let mut names: Vec<_> = objects.iter().map(name_of).collect();
+            names.sort();
+            format!("replace@{resource_version} {names:?}")
+        }
+        ReflectorEvent::Added(p) => format!("added {}", name_of(p)),
+        ReflectorEvent::Modified(p) => format!("modified {}", name_of(p)),
+        ReflectorEvent::Deleted(p) => format!("deleted {}", name_of(p)),
+    }
+}
+
+fn param<'a>(request: &'a str, key: &str) -> Option<&'a str> {
+    request
+        .split_once(' ')?
+        .1
+        .split('&')
+        .find_map(|p| p.strip_prefix(key)?.strip_prefix('='))
+}
+
+#[tokio::test(start_paused = true)]
+async fn lists_at_zero_then_watches_from_the_list_rv_in_order() {
+    let api = FakeApi::default();
+    api.list_pods("10", &[pod("ns", "a", "5"), pod("ns", "b", "6")]);
+    let w = api.watch();
+    let (mut rx, cancel) = start(&api, false);
+    let first = next(&mut rx).await;
+    assert_eq!(describe(&first), "replace@10 [\"a\", \"b\"]");
+    if let ReflectorEvent::Replace { objects, .. } = &first {
+        assert!(
+            objects.iter().all(|p| p.metadata.managed_fields.is_none()),
+            "transform applied"
+        );
+    }
+    w.send(event("ADDED", pod("ns", "c", "11"))).unwrap();
+    w.send(event("MODIFIED", pod("ns", "a", "12"))).unwrap();
+    w.send(event("DELETED", pod("ns", "b", "13"))).unwrap();
+    let got = [
+        describe(&next(&mut rx).await),
+        describe(&next(&mut rx).await),
+        describe(&next(&mut rx).await),
+    ];
+    assert_eq!(got, ["added c", "modified a", "deleted b"]);
+    let reqs = api.requests();
+    assert_eq!(param(&reqs[0], "resourceVersion"), Some("0"), "{reqs:?}");
+    assert!(reqs[1].starts_with("WATCH"), "{reqs:?}");
+    assert_eq!(param(&reqs[1], "resourceVersion"), Some("10"));
+    assert_eq!(param(&reqs[1], "allowWatchBookmarks"), Some("true"));
+    let timeout: u64 = param(&reqs[1], "timeoutSeconds").unwrap().parse().unwrap();
+    assert!(
+        (300..600).contains(&timeout),
+        "watch timeout {timeout}s drawn from 5-10 min"
+    );
+    cancel.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn gone_during_watch_relists_at_last_rv_then_from_etcd() {
+    let api = FakeApi::default();
+    api.list_pods("10", &[pod("ns", "a", "5")]);
+    let w = api.watch();
+    // Relist at the last RV is also too old: the next one must be a consistent read ("").
+    api.list(Answer::Json(
+        410,
+        status(410, "Expired", "too old resource version: 12 (15)"),
+    ));
+    api.list_pods("20", &[pod("ns", "z", "19")]);
+    let (mut rx, cancel) = start(&api, false);
+    next(&mut rx).await;
+    w.send(event("MODIFIED", pod("ns", "a", "12"))).unwrap();
+    next(&mut rx).await;
+    w.send(event("ERROR", status(410, "Expired", "too old resource version")))
+        .unwrap();
+    assert_eq!(describe(&next(&mut rx).await), "replace@20 [\"z\"]");
+    let reqs = api.requests();
+    let lists: Vec<_> = reqs.iter().filter(|r| r.starts_with("LIST")).collect();
+    assert_eq!(param(lists[1], "resourceVersion"), Some("12"), "{reqs:?}");
+    assert_eq!(
+        param(lists[2], "resourceVersion"),
+        None,
+        "consistent read after Expired: {reqs:?}"
+    );
+    assert_eq!(
+        param(lists[2], "limit"),
+        Some("500"),
+        "consistent reads are paginated"
+    );
+    cancel.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn bookmarks_and_dropped_connections_resume_the_watch_without_relisting() {
+    let api = FakeApi::default();
+    api.list_pods("10", &[]);
+    let w1 = api.watch();
+    let w2 = api.watch();
+    let (mut rx, cancel) = start(&api, false);
+    next(&mut rx).await;
+    w1.send(event("ADDED", pod("ns", "a", "11"))).unwrap();
+    next(&mut rx).await;
+    w1.send(bookmark("30", false)).unwrap();
+    drop(w1); // the connection drops
+    w2.send(event("ADDED", pod("ns", "b", "31"))).unwrap();
+    assert_eq!(describe(&next(&mut rx).await), "added b");
+    let reqs = api.requests();
+    assert_eq!(
+        reqs.iter().filter(|r| r.starts_with("LIST")).count(),
+        1,
+        "no relist: {reqs:?}"
+    );
+    assert_eq!(
+        param(&reqs[2], "resourceVersion"),
+        Some("30"),
+        "resumes from the bookmark: {reqs:?}"
+    );
+    cancel.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn streaming_list_replaces_at_the_end_bookmark_and_keeps_the_stream() {
+    let api = FakeApi::default();
+    let w = api.watch();
+    let (mut rx, cancel) = start(&api, true);
+    w.send(event("ADDED", pod("ns", "a", "3"))).unwrap();
+    w.send(event("ADDED", pod("ns", "b", "4"))).unwrap();
+    w.send(bookmark("4", false)).unwrap(); // an ordinary bookmark does not end the initial events
+    w.send(event("DELETED", pod("ns", "b", "5"))).unwrap();
+    w.send(bookmark("5", true)).unwrap();
+    assert_eq!(describe(&next(&mut rx).await), "replace@5 [\"a\"]");
+    w.send(event("ADDED", pod("ns", "c", "6"))).unwrap();
+    assert_eq!(describe(&next(&mut rx).await), "added c");
+    let reqs = api.requests();
+    assert_eq!(reqs.len(), 1, "one request for list and watch: {reqs:?}");
+    assert_eq!(param(&reqs[0], "sendInitialEvents"), Some("true"));
+    assert_eq!(param(&reqs[0], "resourceVersionMatch"), Some("NotOlderThan"));
+    cancel.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn refused_streaming_list_falls_back_to_list() {
+    let api = FakeApi::default();
+    api.watch_answer(Answer::Json(
+        422,
+        status(422, "Invalid", "sendInitialEvents is forbidden for watch"),
+    ));
+    api.list_pods("7", &[pod("ns", "a", "7")]);
+    let (mut rx, cancel) = start(&api, true);
+    assert_eq!(describe(&next(&mut rx).await), "replace@7 [\"a\"]");
+    let reqs = api.requests();
+    assert!(
+        reqs[0].starts_with("WATCH") && reqs[1].starts_with("LIST"),
+        "{reqs:?}"
+    );
+    cancel.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_errors_back_off_and_retry() {
+    let api = FakeApi::default();
+    api.list(Answer::Json(500, status(500, "InternalError", "etcd is sad")));
+    api.list_pods("9", &[]);
+    let (mut rx, cancel) = start(&api, false);
+    let t0 = tokio::time::Instant::now();
+    assert_eq!(describe(&next(&mut rx).await), "replace@9 []");
+    assert!(t0.elapsed() >= BACKOFF_INITIAL, "waited {:?}", t0.elapsed());
+    cancel.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancel_stops_the_reflector() {
+    let api = FakeApi::default();
+    api.list_pods("1", &[]);
+    let config = ReflectorConfig {
+        watch_list: false,
+        ..ReflectorConfig::default()
+    };
+    let reflector = Reflector::<Pod>::new(Api::all(api.client()), "pods", config);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(reflector.run(tx, cancel.clone()));
+    next(&mut rx).await;
+    cancel.cancel();
+    tokio::time::timeout(Duration::from_secs(1), task)
+        .await
+        .expect("stops at once")
+        .unwrap();
+}

@@ -1,0 +1,9 @@
+//! The informer's cache: a thread-safe indexed store, index functions and listers.
+
+mod index;
+mod lister;
+mod thread_safe;
+
+pub use index::{CONTROLLER_UID_INDEX, IndexFn, NAMESPACE_INDEX, controller_uid_index, namespace_index};
+pub use lister::Lister;
+pub use thread_safe::{NoSuchIndex, Store};

@@ -1,0 +1,143 @@
+use std::{
+    fmt,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use kube::{
+    Client,
+    config::{KubeConfigOptions, Kubeconfig},
+};
+
+/// Where `hack/cluster.sh` keeps its run directory unless `KCM_RS_RUN_DIR` says otherwise.
+pub const DEFAULT_RUN_DIR: &str = "/tmp/kcm-rs-cluster";
+/// How long a test keeps trying to reach the API server before it fails.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Components whose log tails are shown when the cluster cannot be reached.
+const COMPONENTS: &[&str] = &[
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+];
+const LOG_TAIL_LINES: usize = 25;
+
+/// Which controllers upstream kube-controller-manager runs (`hack/cluster.sh up --mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Upstream runs every controller.
+    Reference,
+    /// Upstream runs without the Deployment, ReplicaSet and Job controllers.
+    Replace,
+}
+
+/// A connection to the local control plane.
+#[derive(Clone)]
+pub struct Cluster {
+    pub client: Client,
+    pub run_dir: PathBuf,
+    pub mode: Mode,
+}
+
+impl fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cluster")
+            .field("run_dir", &self.run_dir)
+            .field("mode", &self.mode)
+            .finish()
+    }
+}
+
+impl Cluster {
+    /// Connects to the cluster described by `$KCM_RS_RUN_DIR` (or the default run directory).
+    ///
+    /// Panics, never skips, when there is no cluster or it does not answer: the message says how to
+    /// start one and shows the tail of every component's log.
+    pub async fn connect() -> Cluster {
+        let run_dir =
+            std::env::var_os("KCM_RS_RUN_DIR").map_or_else(|| PathBuf::from(DEFAULT_RUN_DIR), PathBuf::from);
+        let env_file = run_dir.join("cluster.env");
+        let env = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
+            panic!(
+                "no local control plane: cannot read {} ({e}).\n\
+                 Start one with `hack/cluster.sh up --mode reference` (or run `make e2e`).",
+                env_file.display()
+            )
+        });
+        let mode = match env_value(&env, "KCM_RS_MODE") {
+            Some("reference") => Mode::Reference,
+            Some("replace") => Mode::Replace,
+            other => panic!("{}: unexpected KCM_RS_MODE {other:?}", env_file.display()),
+        };
+        let kubeconfig = run_dir.join("kubeconfig");
+        let client = match connect(&kubeconfig).await {
+            Ok(client) => client,
+            Err(e) => panic!(
+                "the local control plane in {} does not answer: {e}\n{}",
+                run_dir.display(),
+                log_tails(&run_dir)
+            ),
+        };
+        Cluster {
+            client,
+            run_dir,
+            mode,
+        }
+    }
+
+    /// Like [`Cluster::connect`], and also fails unless upstream runs in `mode`.
+    pub async fn connect_in(mode: Mode) -> Cluster {
+        let cluster = Cluster::connect().await;
+        assert_eq!(
+            cluster.mode,
+            mode,
+            "this test needs the control plane in {mode:?} mode; restart it with `hack/cluster.sh down && \
+             hack/cluster.sh up --mode {}`",
+            format!("{mode:?}").to_lowercase()
+        );
+        cluster
+    }
+
+    /// The last lines of every component's log, for failure messages.
+    pub fn log_tails(&self) -> String {
+        log_tails(&self.run_dir)
+    }
+}
+
+async fn connect(kubeconfig: &Path) -> Result<Client, String> {
+    let kc = Kubeconfig::read_from(kubeconfig).map_err(|e| format!("{}: {e}", kubeconfig.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    let client = Client::try_from(config).map_err(|e| e.to_string())?;
+    let deadline = tokio::time::Instant::now() + CONNECT_TIMEOUT;
+    loop {
+        match client.apiserver_version().await {
+            Ok(_) => return Ok(client),
+            Err(e) if tokio::time::Instant::now() >= deadline => return Err(e.to_string()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    }
+}
+
+fn env_value<'a>(env: &'a str, key: &str) -> Option<&'a str> {
+    env.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+}
+
+fn log_tails(run_dir: &Path) -> String {
+    let mut out = String::new();
+    for c in COMPONENTS {
+        let path = run_dir.join("logs").join(format!("{c}.log"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| format!("(cannot read: {e})"));
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
+        out.push_str(&format!(
+            "----- {} (last {} lines) -----\n{}\n",
+            path.display(),
+            tail.len(),
+            tail.join("\n")
+        ));
+    }
+    out
+}

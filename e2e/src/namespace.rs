@@ -1,0 +1,87 @@
+use std::{future::Future, panic::AssertUnwindSafe, time::Duration};
+
+use futures::FutureExt as _;
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use kube::{
+    Api,
+    api::{DeleteParams, ObjectMeta, PostParams},
+};
+
+use crate::{Cluster, wait_for};
+
+/// The admission plugin rejects pods until the namespace's `default` ServiceAccount exists, which
+/// kube-controller-manager's serviceaccount controller creates shortly after the namespace.
+const SERVICE_ACCOUNT_WAIT: Duration = Duration::from_secs(60);
+
+/// A namespace of a test's own, with the cluster connection.
+#[derive(Debug, Clone)]
+pub struct TestNamespace {
+    pub cluster: Cluster,
+    pub name: String,
+}
+
+impl TestNamespace {
+    /// An `Api` for a namespaced kind in this namespace.
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        Api::namespaced(self.cluster.client.clone(), &self.name)
+    }
+}
+
+/// Runs `test` in a fresh namespace (`e2e-<prefix>-xxxxx`) and deletes the namespace afterwards, also
+/// when the test panics. Panics carry on after the cleanup, with the components' log tails appended
+/// so a failure can be read without the cluster.
+pub async fn with_namespace<F, Fut>(cluster: Cluster, prefix: &str, test: F)
+where
+    F: FnOnce(TestNamespace) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            generate_name: Some(format!("e2e-{prefix}-")),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    let created = namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap_or_else(|e| panic!("creating a namespace for {prefix}: {e}"));
+    let name = created
+        .metadata
+        .name
+        .expect("the API server names generated namespaces");
+    let accounts: Api<ServiceAccount> = Api::namespaced(cluster.client.clone(), &name);
+    wait_for(
+        &format!("ServiceAccount {name}/default"),
+        SERVICE_ACCOUNT_WAIT,
+        || async {
+            accounts
+                .get_opt("default")
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| "not created yet".to_owned())
+        },
+    )
+    .await;
+
+    let tn = TestNamespace {
+        cluster: cluster.clone(),
+        name: name.clone(),
+    };
+    let outcome = AssertUnwindSafe(test(tn)).catch_unwind().await;
+    if let Err(e) = namespaces.delete(&name, &DeleteParams::background()).await {
+        eprintln!("warning: deleting test namespace {name}: {e}");
+    }
+    if let Err(panic) = outcome {
+        eprintln!(
+            "test in namespace {name} failed; component logs:\n{}",
+            cluster.log_tails()
+        );
+        std::panic::resume_unwind(panic);
+    }
+}

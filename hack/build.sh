@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from pinned
+# Go modules (hack/versions.env) into a cache outside the repo, keyed by version:
+#   ${KCM_RS_CACHE:-$HOME/.cache/kcm-rs}/bin/<component>-<version>/
+# A second run with the same versions does nothing. Prints the bin directory on stdout's last line.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+cache=${KCM_RS_CACHE:-$HOME/.cache/kcm-rs}
+bin=$cache/bin
+mkdir -p "$bin"
+export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
+
+log() { printf '[build] %s\n' "$*" >&2; }
+fail() { printf '[build] FAILED: %s\n' "$*" >&2; exit 1; }
+
+command -v go >/dev/null || fail "go is not on PATH; install Go >= 1.26 (https://go.dev/doc/install)"
+
+build_etcd() {
+  local out=$bin/etcd-$ETCD_VERSION
+  [[ -x $out/etcd ]] && return 0
+  log "etcd $ETCD_VERSION: building (first time only)"
+  local mod=$cache/src/etcd-$ETCD_VERSION
+  rm -rf "$mod" && mkdir -p "$mod" "$out.tmp"
+  (
+    cd "$mod"
+    go mod init kcm-rs.local/etcd-build >/dev/null 2>&1
+    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >&2
+    go build -trimpath -ldflags '-s -w' -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3 >&2
+  ) || { rm -rf "$out.tmp"; fail "etcd build (see output above)"; }
+  mv "$out.tmp" "$out"
+}
+
+build_kube() {
+  local out=$bin/kube-$KUBE_VERSION
+  [[ -x $out/kube-apiserver && -x $out/kube-controller-manager && -x $out/kube-scheduler && -x $out/kubectl ]] && return 0
+  log "kubernetes $KUBE_VERSION: building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (first time only; ~15-25 min on 2 cores)"
+  local mod=$cache/src/kube-$KUBE_VERSION
+  rm -rf "$mod" && mkdir -p "$mod" "$out.tmp"
+  (
+    cd "$mod"
+    go mod init kcm-rs.local/kube-build >/dev/null 2>&1
+    # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with local paths, which
+    # only works inside its own repo. Derive the staging list from its published go.mod and point each
+    # one at the matching published tag.
+    local gomod
+    gomod=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
+    [[ -f $gomod ]] || fail "could not download k8s.io/kubernetes@$KUBE_VERSION go.mod"
+    local staging
+    staging=$(awk '/^[[:space:]]*k8s\.io\/[a-z0-9-]+ v0\.0\.0$/ {print $1}' "$gomod" | sort -u)
+    [[ -n $staging ]] || fail "found no staging modules in $gomod"
+    log "  $(wc -l <<<"$staging") staging modules -> $KUBE_STAGING_VERSION"
+    for m in $staging; do go mod edit -replace="$m=$m@$KUBE_STAGING_VERSION"; done
+    local godebug
+    godebug=$(sed -n 's/^godebug default=\(.*\)$/\1/p' "$gomod")
+    [[ -n $godebug ]] && go mod edit -godebug="default=$godebug"
+    local pkgs="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl"
+    # shellcheck disable=SC2086
+    go get $(for p in $pkgs; do printf '%s@%s ' "$p" "$KUBE_VERSION"; done) >&2
+    local minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
+    local date; date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+    local ld="-s -w"
+    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      ld+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+      ld+=" -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.buildDate=$date"
+    done
+    # shellcheck disable=SC2086
+    go build -p "$(nproc)" -trimpath -ldflags "$ld" -o "$out.tmp/" $pkgs >&2
+  ) || { rm -rf "$out.tmp"; fail "kubernetes build (see output above)"; }
+  rm -rf "$out" && mv "$out.tmp" "$out"
+}
+
+build_kwok() {
+  local out=$bin/kwok-$KWOK_VERSION
+  [[ -x $out/kwok ]] && return 0
+  log "kwok $KWOK_VERSION: building (first time only)"
+  mkdir -p "$out.tmp"
+  GOBIN=$out.tmp go install -trimpath -ldflags '-s -w' "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2 \
+    || { rm -rf "$out.tmp"; fail "kwok build (see output above)"; }
+  mv "$out.tmp" "$out"
+}
+
+start=$(date +%s)
+build_etcd
+build_kwok
+build_kube
+log "all components ready in $(( $(date +%s) - start ))s"
