@@ -25,14 +25,16 @@ unit:
 	$(CARGO) test --workspace --exclude kcm-rs-e2e
 
 # The e2e suites against a control plane this target starts (reference mode) and always stops.
-# The cluster's component logs are printed by the tests themselves when something fails.
+# The cluster's component logs are printed by the tests themselves when something fails. Tests named
+# disruptive_* restart control-plane components, so they run last and alone.
 e2e:
 	$(CARGO) test -p kcm-rs-e2e --no-run
 	$(CLUSTER) down >/dev/null 2>&1 || true
 	trap '$(CLUSTER) down' EXIT; \
 	$(CLUSTER) up --mode reference; \
 	eval "$$($(CLUSTER) env)"; \
-	$(CARGO) test -p kcm-rs-e2e -- --test-threads=4
+	$(CARGO) test -p kcm-rs-e2e -- --test-threads=4 --skip disruptive_
+	$(CARGO) test -p kcm-rs-e2e --test informer_disruptive -- --test-threads=1
 
 test: fmt-check clippy unit e2e
 

@@ -3,6 +3,7 @@
 #   etcd -> kube-apiserver -> kube-controller-manager -> kube-scheduler -> kwok -> fake Nodes
 #
 # Usage: hack/cluster.sh up [--mode reference|replace] | down | status | env | logs [component]
+#                        | restart <component> | compact
 #
 #   --mode reference  upstream kube-controller-manager runs every controller (the behaviour to compare with)
 #   --mode replace    upstream KCM runs without the deployment, replicaset and job controllers so
@@ -61,8 +62,20 @@ PY
 # group), output to logs/NAME.log, PID to pids/NAME.pid.
 start() {
   local name=$1; shift
-  setsid "$@" >"$run/logs/$name.log" 2>&1 < /dev/null &
+  mkdir -p "$run/cmd"
+  printf '%q ' "$@" >"$run/cmd/$name"
+  setsid "$@" >>"$run/logs/$name.log" 2>&1 < /dev/null &
   echo $! >"$run/pids/$name.pid"
+}
+
+# Stops one component's process group (TERM, then KILL after 10 s) and waits until it is gone.
+stop() {
+  local pid i
+  pid=$(cat "$run/pids/$1.pid" 2>/dev/null) || return 0
+  kill -TERM -- "-$pid" 2>/dev/null || true
+  for ((i = 0; i < 40; i++)); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.25; done
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  for ((i = 0; i < 40; i++)); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.25; done
 }
 
 # wait_until NAME DESCRIPTION COMMAND...: polls COMMAND every 250 ms until it succeeds; fails with the
@@ -82,6 +95,19 @@ wait_until() {
     sleep 0.25
   done
   log "$name ready ($what) after $((SECONDS - phase_start))s"
+}
+
+# ready COMPONENT: waits for the component's health endpoint (ports from cluster.env).
+ready() {
+  case $1 in
+    etcd) wait_until etcd "/health" curl -fs "http://127.0.0.1:$ETCD_PORT/health" ;;
+    kube-apiserver) wait_until kube-apiserver "/readyz" curl -fs --cacert "$run/pki/ca.crt" \
+      -H "Authorization: Bearer $(cat "$run/pki/admin.token")" "https://127.0.0.1:$API_PORT/readyz" ;;
+    kube-controller-manager) wait_until kube-controller-manager "/healthz" curl -fsk "https://127.0.0.1:$KCM_PORT/healthz" ;;
+    kube-scheduler) wait_until kube-scheduler "/healthz" curl -fsk "https://127.0.0.1:$SCHED_PORT/healthz" ;;
+    kwok) wait_until kwok "/healthz" curl -fs "http://127.0.0.1:$KWOK_PORT/healthz" ;;
+    *) die "unknown component $1" ;;
+  esac
 }
 
 kubectl_() { "$kube_bin/kubectl" --kubeconfig "$run/kubeconfig" "$@"; }
@@ -197,7 +223,7 @@ EOF
     --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
     --initial-cluster="n0=http://127.0.0.1:$ETCD_PEER_PORT" \
     --unsafe-no-fsync --quota-backend-bytes=4294967296 --log-level=warn
-  wait_until etcd "/health" curl -fs "http://127.0.0.1:$ETCD_PORT/health"
+  ready etcd
 
   phase_start=$SECONDS
   local p=$run/pki
@@ -211,8 +237,7 @@ EOF
     --service-cluster-ip-range=10.96.0.0/16 --endpoint-reconciler-type=none --allow-privileged=true \
     --max-requests-inflight=1000 --max-mutating-requests-inflight=500 \
     --v=1
-  wait_until kube-apiserver "/readyz" curl -fs --cacert "$p/ca.crt" \
-    -H "Authorization: Bearer $(cat "$p/admin.token")" "https://127.0.0.1:$API_PORT/readyz"
+  ready kube-apiserver
 
   phase_start=$SECONDS
   local controllers="*"
@@ -226,7 +251,7 @@ EOF
     --root-ca-file="$p/ca.crt" --service-account-private-key-file="$p/sa.key" \
     --controllers="$controllers" --kube-api-qps="$kcm_qps" --kube-api-burst="$kcm_burst" \
     --v=2
-  wait_until kube-controller-manager "/healthz" curl -fsk "https://127.0.0.1:$KCM_PORT/healthz"
+  ready kube-controller-manager
 
   phase_start=$SECONDS
   cat >"$run/scheduler.yaml" <<EOF
@@ -238,14 +263,14 @@ EOF
   start kube-scheduler "$kube_bin/kube-scheduler" --config="$run/scheduler.yaml" \
     --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" \
     --authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics --v=1
-  wait_until kube-scheduler "/healthz" curl -fsk "https://127.0.0.1:$SCHED_PORT/healthz"
+  ready kube-scheduler
 
   phase_start=$SECONDS
   # KWOK_WORKDIR keeps kwok from loading a stray ~/.kwok/kwok.yaml in front of our stages.
-  KWOK_WORKDIR=$run/kwok start kwok "$kwok_bin/kwok" --kubeconfig="$run/kubeconfig" \
+  start kwok env KWOK_WORKDIR="$run/kwok" "$kwok_bin/kwok" --kubeconfig="$run/kubeconfig" \
     --config="$here/kwok/stages.yaml" --manage-all-nodes=true --node-lease-duration-seconds=40 \
     --cidr=10.244.0.0/16 --server-address="127.0.0.1:$KWOK_PORT" --node-ip=127.0.0.1
-  wait_until kwok "/healthz" curl -fs "http://127.0.0.1:$KWOK_PORT/healthz"
+  ready kwok
 
   phase_start=$SECONDS
   write_nodes | kubectl_ apply -f - >/dev/null
@@ -268,12 +293,7 @@ cmd_down() {
     pid=$(cat "$run/pids/$c.pid" 2>/dev/null) || continue
     kill -TERM -- "-$pid" 2>/dev/null || true
   done
-  for c in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
-    pid=$(cat "$run/pids/$c.pid" 2>/dev/null) || continue
-    local i
-    for ((i = 0; i < 40; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-    kill -KILL -- "-$pid" 2>/dev/null || true
-  done
+  for c in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$c"; done
   local data; data=$(sed -n 's/^KCM_RS_ETCD_DATA=//p' "$run/cluster.env" 2>/dev/null || true)
   [[ -n $data && -d $data ]] && rm -rf "$data"
   rm -rf "$run"
@@ -301,11 +321,47 @@ cmd_env() {
   echo "export KCM_RS_RUN_DIR=$run"
 }
 
+load_env() {
+  [[ -f $run/cluster.env ]] || die "no cluster in $run; run 'hack/cluster.sh up' first"
+  # shellcheck disable=SC1091
+  source "$run/cluster.env"
+}
+
+# Kills one component (kill -9 when --kill is given, as a crash would) and starts it again with the
+# same command line, then waits until it is ready. Used by tests of reconnection and relisting.
+cmd_restart() {
+  local c=${1:-} sig=TERM
+  [[ ${2:-} == --kill ]] && sig=KILL
+  load_env
+  [[ -f $run/cmd/$c ]] || die "unknown component '$c'"
+  local pid; pid=$(cat "$run/pids/$c.pid")
+  kill "-$sig" -- "-$pid" 2>/dev/null || true
+  stop "$c"
+  local -a argv; eval "argv=($(cat "$run/cmd/$c"))"
+  local phase_start=$SECONDS
+  start "$c" "${argv[@]}"
+  ready "$c"
+}
+
+# Compacts etcd at its current revision through its gRPC gateway, so that every older resourceVersion
+# is gone from etcd (the apiserver answers 410 Gone for it once its watch cache no longer has it).
+cmd_compact() {
+  load_env
+  local rev
+  rev=$(curl -fs -X POST "http://127.0.0.1:$ETCD_PORT/v3/kv/range" -d '{"key":"AA==","limit":1}' \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])') || die "cannot read etcd's revision"
+  curl -fs -X POST "http://127.0.0.1:$ETCD_PORT/v3/kv/compaction" -d "{\"revision\":\"$rev\",\"physical\":true}" >/dev/null \
+    || die "etcd compaction failed"
+  echo "$rev"
+}
+
 case ${1:-} in
   up) shift; cmd_up "$@" ;;
   down) cmd_down ;;
   status) cmd_status ;;
   env) cmd_env ;;
+  restart) shift; cmd_restart "$@" ;;
+  compact) cmd_compact ;;
   logs) [[ -n ${2:-} ]] && tail -n 100 "$run/logs/$2.log" || ls "$run/logs" ;;
-  *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

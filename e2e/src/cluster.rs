@@ -55,6 +55,13 @@ impl Cluster {
     /// Panics, never skips, when there is no cluster or it does not answer: the message says how to
     /// start one and shows the tail of every component's log.
     pub async fn connect() -> Cluster {
+        // Logs of the code under test, filtered by RUST_LOG (default: warnings), captured per test.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            )
+            .with_test_writer()
+            .try_init();
         let run_dir =
             std::env::var_os("KCM_RS_RUN_DIR").map_or_else(|| PathBuf::from(DEFAULT_RUN_DIR), PathBuf::from);
         let env_file = run_dir.join("cluster.env");
@@ -97,6 +104,33 @@ impl Cluster {
             format!("{mode:?}").to_lowercase()
         );
         cluster
+    }
+
+    /// The client configuration from the cluster's kubeconfig, to build further clients.
+    pub async fn config(&self) -> kube::Config {
+        let path = self.run_dir.join("kubeconfig");
+        let kc = Kubeconfig::read_from(&path).expect("kubeconfig");
+        kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            .await
+            .expect("config")
+    }
+
+    /// Runs `hack/cluster.sh ARGS` against this cluster (e.g. `restart kube-apiserver --kill`) and
+    /// returns its standard output; panics with its output if it fails.
+    pub fn hack(&self, args: &[&str]) -> String {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../hack/cluster.sh");
+        let out = std::process::Command::new(&script)
+            .args(args)
+            .env("KCM_RS_RUN_DIR", &self.run_dir)
+            .output()
+            .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
+        assert!(
+            out.status.success(),
+            "hack/cluster.sh {args:?} failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// The last lines of every component's log, for failure messages.

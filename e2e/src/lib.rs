@@ -3,9 +3,12 @@
 #![forbid(unsafe_code)]
 
 mod cluster;
+mod counting;
 mod namespace;
+pub mod pods;
 mod wait;
 
 pub use cluster::{Cluster, Mode};
+pub use counting::{RequestCounter, counting_client};
 pub use namespace::{TestNamespace, with_namespace};
 pub use wait::{DEFAULT_WAIT, wait_for};

@@ -20,8 +20,8 @@ pub mod store;
 pub mod transform;
 pub mod workqueue;
 
-#[cfg(test)]
-mod testing;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub use informer::{
     DeletedObject, EventHandler, HandlerFns, HandlerRegistration, HasSynced, InformerOptions, SharedInformer,

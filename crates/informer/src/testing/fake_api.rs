@@ -1,7 +1,8 @@
 //! A scripted API server for reflector and informer tests. It sits behind a real `kube::Client` (as a
 //! tower service), so requests go through kube's URL building and response decoding exactly as
 //! against a real server. Each LIST takes the next scripted list answer and each WATCH the next
-//! scripted watch; a watch with nothing scripted stays open and silent.
+//! scripted watch; a watch with nothing scripted stays open and silent. Exposed (feature `testing`)
+//! for benches and other crates' tests; never used outside tests.
 
 use std::{collections::VecDeque, convert::Infallible, sync::Arc};
 
@@ -19,14 +20,17 @@ use tokio::sync::mpsc;
 type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
 
 /// A scripted answer.
-pub(crate) enum Answer {
+#[derive(Debug)]
+pub enum Answer {
     /// A JSON body with a status code.
     Json(u16, Value),
     /// A watch stream: each line sent is one event; dropping the sender ends the stream.
     Stream(mpsc::UnboundedReceiver<Value>),
+    /// A watch stream of pre-encoded event lines (for benchmarks), which then stays open.
+    Lines(Vec<Bytes>),
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct State {
     lists: VecDeque<Answer>,
     watches: VecDeque<Answer>,
@@ -34,13 +38,13 @@ struct State {
     requests: Vec<String>,
 }
 
-#[derive(Clone, Default)]
-pub(crate) struct FakeApi {
+#[derive(Debug, Clone, Default)]
+pub struct FakeApi {
     state: Arc<Mutex<State>>,
 }
 
 impl FakeApi {
-    pub(crate) fn client(&self) -> Client {
+    pub fn client(&self) -> Client {
         let state = self.state.clone();
         let svc = tower::service_fn(move |req: Request<Body>| {
             let state = state.clone();
@@ -49,11 +53,11 @@ impl FakeApi {
         Client::new(svc, "default")
     }
 
-    pub(crate) fn list(&self, answer: Answer) {
+    pub fn list(&self, answer: Answer) {
         self.state.lock().lists.push_back(answer);
     }
 
-    pub(crate) fn list_pods(&self, rv: &str, pods: &[Value]) {
+    pub fn list_pods(&self, rv: &str, pods: &[Value]) {
         self.list(Answer::Json(
             200,
             json!({
@@ -63,17 +67,17 @@ impl FakeApi {
     }
 
     /// Scripts a watch and returns the sender that feeds its events.
-    pub(crate) fn watch(&self) -> mpsc::UnboundedSender<Value> {
+    pub fn watch(&self) -> mpsc::UnboundedSender<Value> {
         let (tx, rx) = mpsc::unbounded_channel();
         self.state.lock().watches.push_back(Answer::Stream(rx));
         tx
     }
 
-    pub(crate) fn watch_answer(&self, answer: Answer) {
+    pub fn watch_answer(&self, answer: Answer) {
         self.state.lock().watches.push_back(answer);
     }
 
-    pub(crate) fn requests(&self) -> Vec<String> {
+    pub fn requests(&self) -> Vec<String> {
         self.state.lock().requests.clone()
     }
 }
@@ -93,6 +97,16 @@ fn answer(state: &Mutex<State>, req: &Request<Body>) -> Response<ResponseBody> {
     match next {
         Some(Answer::Json(code, body)) => json_response(code, &body),
         Some(Answer::Stream(rx)) => stream_response(rx),
+        Some(Answer::Lines(lines)) => {
+            let frames =
+                futures::stream::iter(lines.into_iter().map(|l| Ok::<_, Infallible>(Frame::data(l))))
+                    .chain(futures::stream::pending());
+            Response::builder()
+                .status(200)
+                .header("content-type", "application/json")
+                .body(StreamBody::new(frames.boxed()).boxed_unsync())
+                .expect("response")
+        }
         None if watch => {
             // Open and silent until the client goes away.
             let (tx, rx) = mpsc::unbounded_channel();
@@ -130,12 +144,12 @@ fn stream_response(rx: mpsc::UnboundedReceiver<Value>) -> Response<ResponseBody>
 }
 
 /// A `metav1.Status` failure body.
-pub(crate) fn status(code: u16, reason: &str, message: &str) -> Value {
+pub fn status(code: u16, reason: &str, message: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Status", "status": "Failure", "code": code, "reason": reason, "message": message})
 }
 
 /// A pod as the API server would send it.
-pub(crate) fn pod(ns: &str, name: &str, rv: &str) -> Value {
+pub fn pod(ns: &str, name: &str, rv: &str) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {
@@ -146,11 +160,11 @@ pub(crate) fn pod(ns: &str, name: &str, rv: &str) -> Value {
     })
 }
 
-pub(crate) fn event(kind: &str, object: Value) -> Value {
+pub fn event(kind: &str, object: Value) -> Value {
     json!({"type": kind, "object": object})
 }
 
-pub(crate) fn bookmark(rv: &str, initial_events_end: bool) -> Value {
+pub fn bookmark(rv: &str, initial_events_end: bool) -> Value {
     let mut meta = json!({"resourceVersion": rv});
     if initial_events_end {
         meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
@@ -158,6 +172,6 @@ pub(crate) fn bookmark(rv: &str, initial_events_end: bool) -> Value {
     json!({"type": "BOOKMARK", "object": {"apiVersion": "v1", "kind": "Pod", "metadata": meta}})
 }
 
-pub(crate) fn name_of(p: &Pod) -> String {
+pub fn name_of(p: &Pod) -> String {
     p.metadata.name.clone().unwrap_or_default()
 }

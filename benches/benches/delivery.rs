@@ -1,0 +1,97 @@
+//! Handler delivery rate: a watch stream of 10,000 pod events (built from the recorded pod) goes
+//! through kube's client and decoder, the reflector, the store and a handler.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use informer::{
+    HandlerFns, ReflectorConfig, SharedInformer,
+    informer::Scope,
+    strip_managed_fields,
+    testing::fake_api::{Answer, FakeApi},
+};
+use k8s_openapi::api::core::v1::Pod;
+use kcm_rs_benches::pod_json;
+use kube::Api;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+const EVENTS: usize = 10_000;
+
+async fn deliver(encoded: &[Vec<u8>]) {
+    let api = FakeApi::default();
+    api.list_pods("1", &[]);
+    api.watch_answer(Answer::Lines(encoded.iter().map(|l| l.clone().into()).collect()));
+    let config = ReflectorConfig {
+        watch_list: false,
+        transform: Some(strip_managed_fields()),
+        ..ReflectorConfig::default()
+    };
+    let informer = SharedInformer::<Pod>::new(
+        "pods",
+        vec![Scope {
+            api: Api::all(api.client()),
+            namespace: None,
+        }],
+        config,
+    );
+    let seen = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(Notify::new());
+    let (s, d) = (seen.clone(), done.clone());
+    let count = move || {
+        if s.fetch_add(1, Ordering::Relaxed) + 1 == EVENTS {
+            d.notify_one();
+        }
+    };
+    let count2 = count.clone();
+    informer.add_event_handler(
+        HandlerFns::new()
+            .on_add(move |_, _| count())
+            .on_update(move |_, _| count2()),
+        None,
+    );
+    let cancel = CancellationToken::new();
+    informer.run(cancel.clone());
+    done.notified().await;
+    cancel.cancel();
+}
+
+fn bench(c: &mut Criterion) {
+    // Half adds of new pods, half modifications of them.
+    let encoded: Vec<Vec<u8>> = (0..EVENTS)
+        .map(|i| {
+            let (kind, n) = if i < EVENTS / 2 {
+                ("ADDED", i)
+            } else {
+                ("MODIFIED", i - EVENTS / 2)
+            };
+            let mut obj = pod_json(n, 10, 100);
+            obj["metadata"]["resourceVersion"] = (2 + i).to_string().into();
+            let mut line = serde_json::to_vec(&serde_json::json!({"type": kind, "object": obj})).unwrap();
+            line.push(b'\n');
+            line
+        })
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut g = c.benchmark_group("delivery");
+    g.throughput(Throughput::Elements(EVENTS as u64));
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(10));
+    g.bench_function("watch events to handler", |b| {
+        b.to_async(&rt).iter(|| deliver(&encoded))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

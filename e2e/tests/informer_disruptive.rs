@@ -1,0 +1,130 @@
+//! crates/informer across control-plane failures. These restart kube-apiserver, so they run one at a
+//! time, in their own test binary (cargo runs test binaries one after another).
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use futures::{StreamExt as _, stream};
+use informer::{
+    InformerOptions, MetricsProvider, ReflectorMetrics, SharedInformerFactory, wait_for_cache_sync,
+};
+use k8s_openapi::api::core::v1::Pod;
+use kcm_rs_e2e::{
+    Cluster, TestNamespace,
+    pods::{assert_converges, pod},
+    wait_for, with_namespace,
+};
+use kube::api::{DeleteParams, PostParams};
+use tokio_util::sync::CancellationToken;
+
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Counts full snapshots (LISTs or streaming lists) the reflectors took.
+#[derive(Default)]
+struct Snapshots(Arc<AtomicUsize>);
+
+impl MetricsProvider for Snapshots {
+    fn reflector_metrics(&self, _resource: &str) -> Arc<dyn ReflectorMetrics> {
+        Arc::new(SnapshotCount(self.0.clone()))
+    }
+}
+
+struct SnapshotCount(Arc<AtomicUsize>);
+
+impl ReflectorMetrics for SnapshotCount {
+    fn list(&self, _items: usize) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+async fn create_pods(ns: &TestNamespace, prefix: &str, n: usize) {
+    let api = ns.api::<Pod>();
+    stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            let name = format!("{prefix}-{i}");
+            async move {
+                // Retried: right after a restart the apiserver may still refuse for a moment.
+                wait_for(
+                    &format!("creating pod {name}"),
+                    Duration::from_secs(60),
+                    || async {
+                        match api.create(&PostParams::default(), &pod(&name, i)).await {
+                            Ok(_) => Ok(()),
+                            Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+                            Err(e) => Err(e.to_string()),
+                        }
+                    },
+                )
+                .await;
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<()>()
+        .await;
+}
+
+#[tokio::test]
+async fn disruptive_cache_converges_after_kube_apiserver_is_killed_mid_watch() {
+    let _serial = SERIAL.lock().await;
+    let cluster = Cluster::connect().await;
+    with_namespace(cluster.clone(), "inf-restart", |ns| async move {
+        let factory =
+            SharedInformerFactory::new(cluster.client.clone()).with_namespaces(vec![ns.name.clone()]);
+        let pods = factory.namespaced::<Pod>(InformerOptions::default());
+        let cancel = CancellationToken::new();
+        factory.start(&cancel);
+        assert!(wait_for_cache_sync(&cancel, &[&pods]).await);
+        create_pods(&ns, "before", 50).await;
+        assert_converges(&ns, &pods).await;
+
+        cluster.hack(&["restart", "kube-apiserver", "--kill"]);
+        create_pods(&ns, "after", 30).await;
+        for i in 0..10 {
+            ns.api::<Pod>()
+                .delete(&format!("before-{i}"), &DeleteParams::default())
+                .await
+                .unwrap();
+        }
+        assert_converges(&ns, &pods).await;
+        cancel.cancel();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn disruptive_etcd_compaction_forces_a_relist_and_the_cache_converges() {
+    let _serial = SERIAL.lock().await;
+    let cluster = Cluster::connect().await;
+    with_namespace(cluster.clone(), "inf-compact", |ns| async move {
+        let snapshots = Arc::new(AtomicUsize::new(0));
+        let factory = SharedInformerFactory::new(cluster.client.clone())
+            .with_namespaces(vec![ns.name.clone()])
+            .with_metrics(Arc::new(Snapshots(snapshots.clone())));
+        let pods = factory.namespaced::<Pod>(InformerOptions::default());
+        let cancel = CancellationToken::new();
+        factory.start(&cancel);
+        assert!(wait_for_cache_sync(&cancel, &[&pods]).await);
+        create_pods(&ns, "old", 20).await;
+        assert_converges(&ns, &pods).await;
+        assert_eq!(snapshots.load(Ordering::SeqCst), 1);
+
+        // Compact away every revision the informer has seen, then restart the apiserver so its watch
+        // cache starts after them: the informer's re-watch gets 410 Gone and must relist.
+        cluster.hack(&["compact"]);
+        cluster.hack(&["restart", "kube-apiserver"]);
+        create_pods(&ns, "new", 20).await;
+        assert_converges(&ns, &pods).await;
+        assert!(
+            snapshots.load(Ordering::SeqCst) >= 2,
+            "the reflector relisted after 410 Gone"
+        );
+        cancel.cancel();
+    })
+    .await;
+}
