@@ -2,9 +2,10 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
+use futures::{StreamExt as _, stream};
 use informer::SharedInformer;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
+use kube::api::{ListParams, PostParams};
 use serde_json::json;
 
 use crate::{TestNamespace, wait_for};
@@ -68,4 +69,33 @@ pub async fn assert_converges(ns: &TestNamespace, informer: &SharedInformer<Pod>
         }
     })
     .await;
+}
+
+/// Creates pods `{prefix}-0` .. `{prefix}-{n-1}`, 16 at a time, retrying each for up to a minute (right
+/// after a control-plane restart the apiserver may refuse for a moment).
+pub async fn create_pods(ns: &TestNamespace, prefix: &str, n: usize) {
+    let api = ns.api::<Pod>();
+    stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            let name = format!("{prefix}-{i}");
+            async move {
+                // Retried: right after a restart the apiserver may still refuse for a moment.
+                wait_for(
+                    &format!("creating pod {name}"),
+                    Duration::from_secs(60),
+                    || async {
+                        match api.create(&PostParams::default(), &pod(&name, i)).await {
+                            Ok(_) => Ok(()),
+                            Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+                            Err(e) => Err(e.to_string()),
+                        }
+                    },
+                )
+                .await;
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<()>()
+        .await;
 }

@@ -8,7 +8,7 @@ use informer::{HandlerFns, InformerOptions, SharedInformerFactory, wait_for_cach
 use k8s_openapi::api::core::v1::Pod;
 use kcm_rs_e2e::{
     Cluster, counting_client,
-    pods::{assert_converges, pod},
+    pods::{assert_converges, create_pods, pod},
     wait_for, with_namespace,
 };
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -26,19 +26,8 @@ async fn cache_equals_a_fresh_list_after_2000_pods_of_churn() {
         factory.start(&cancel);
         assert!(wait_for_cache_sync(&cancel, &[&pods]).await);
 
+        create_pods(&ns, "p", 2000).await;
         let api = ns.api::<Pod>();
-        stream::iter(0..2000)
-            .map(|i| {
-                let api = api.clone();
-                async move {
-                    api.create(&PostParams::default(), &pod(&format!("p-{i}"), i))
-                        .await
-                        .map(|_| ())
-                }
-            })
-            .buffer_unordered(32)
-            .for_each(|r| async move { r.expect("create pod") })
-            .await;
         // Relabel every 4th pod and delete every 5th while the kubelet simulation is still updating them.
         stream::iter(0..2000)
             .filter(|i| std::future::ready(i % 4 == 0 || i % 5 == 0))

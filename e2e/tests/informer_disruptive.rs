@@ -1,25 +1,21 @@
 //! crates/informer across control-plane failures. These restart kube-apiserver, so they run one at a
 //! time, in their own test binary (cargo runs test binaries one after another).
 
-use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicUsize, Ordering},
-    },
-    time::Duration,
+use std::sync::{
+    Arc,
+    atomic::{AtomicUsize, Ordering},
 };
 
-use futures::{StreamExt as _, stream};
 use informer::{
     InformerOptions, MetricsProvider, ReflectorMetrics, SharedInformerFactory, wait_for_cache_sync,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kcm_rs_e2e::{
-    Cluster, TestNamespace,
-    pods::{assert_converges, pod},
-    wait_for, with_namespace,
+    Cluster,
+    pods::{assert_converges, create_pods},
+    with_namespace,
 };
-use kube::api::{DeleteParams, PostParams};
+use kube::api::DeleteParams;
 use tokio_util::sync::CancellationToken;
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -40,33 +36,6 @@ impl ReflectorMetrics for SnapshotCount {
     fn list(&self, _items: usize) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
-}
-
-async fn create_pods(ns: &TestNamespace, prefix: &str, n: usize) {
-    let api = ns.api::<Pod>();
-    stream::iter(0..n)
-        .map(|i| {
-            let api = api.clone();
-            let name = format!("{prefix}-{i}");
-            async move {
-                // Retried: right after a restart the apiserver may still refuse for a moment.
-                wait_for(
-                    &format!("creating pod {name}"),
-                    Duration::from_secs(60),
-                    || async {
-                        match api.create(&PostParams::default(), &pod(&name, i)).await {
-                            Ok(_) => Ok(()),
-                            Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-                            Err(e) => Err(e.to_string()),
-                        }
-                    },
-                )
-                .await;
-            }
-        })
-        .buffer_unordered(16)
-        .collect::<()>()
-        .await;
 }
 
 #[tokio::test]
