@@ -3,7 +3,7 @@
 #   etcd -> kube-apiserver -> kube-controller-manager -> kube-scheduler -> kwok -> fake Nodes
 #
 # Usage: hack/cluster.sh up [--mode reference|replace] | down | status | env | logs [component]
-#                        | restart <component> | compact
+#                        | restart <component> [--kill] | compact | mode reference|replace
 #
 #   --mode reference  upstream kube-controller-manager runs every controller (the behaviour to compare with)
 #   --mode replace    upstream KCM runs without the deployment, replicaset and job controllers so
@@ -108,6 +108,15 @@ ready() {
     kwok) wait_until kwok "/healthz" curl -fs "http://127.0.0.1:$KWOK_PORT/healthz" ;;
     *) die "unknown component $1" ;;
   esac
+}
+
+# The --controllers value for upstream KCM in a mode.
+kcm_controllers() {
+  local controllers="*" c
+  if [[ $1 == replace ]]; then
+    for c in $replaced_controllers; do controllers+=",-$c"; done
+  fi
+  echo "$controllers"
 }
 
 kubectl_() { "$kube_bin/kubectl" --kubeconfig "$run/kubeconfig" "$@"; }
@@ -240,10 +249,7 @@ EOF
   ready kube-apiserver
 
   phase_start=$SECONDS
-  local controllers="*"
-  if [[ $mode == replace ]]; then
-    local c; for c in $replaced_controllers; do controllers+=",-$c"; done
-  fi
+  local controllers; controllers=$(kcm_controllers "$mode")
   start kube-controller-manager "$kube_bin/kube-controller-manager" \
     --kubeconfig="$run/kubeconfig" --leader-elect=false \
     --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
@@ -343,6 +349,24 @@ cmd_restart() {
   ready "$c"
 }
 
+# Switches upstream KCM to another mode by restarting it with that mode's --controllers.
+cmd_mode() {
+  local mode=${1:-}
+  [[ $mode == reference || $mode == replace ]] || die "mode must be reference or replace, not '$mode'"
+  load_env
+  local -a argv; eval "argv=($(cat "$run/cmd/kube-controller-manager"))"
+  local i
+  for i in "${!argv[@]}"; do
+    [[ ${argv[$i]} == --controllers=* ]] && argv[$i]="--controllers=$(kcm_controllers "$mode")"
+  done
+  stop kube-controller-manager
+  local phase_start=$SECONDS
+  start kube-controller-manager "${argv[@]}"
+  ready kube-controller-manager
+  sed -i "s/^KCM_RS_MODE=.*/KCM_RS_MODE=$mode/" "$run/cluster.env"
+  log "upstream kube-controller-manager now in $mode mode"
+}
+
 # Compacts etcd at its current revision through its gRPC gateway, so that every older resourceVersion
 # is gone from etcd (the apiserver answers 410 Gone for it once its watch cache no longer has it).
 cmd_compact() {
@@ -362,6 +386,7 @@ case ${1:-} in
   env) cmd_env ;;
   restart) shift; cmd_restart "$@" ;;
   compact) cmd_compact ;;
+  mode) shift; cmd_mode "$@" ;;
   logs) [[ -n ${2:-} ]] && tail -n 100 "$run/logs/$2.log" || ls "$run/logs" ;;
-  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -1,20 +1,22 @@
 //! kcm-rs: a kube-controller-manager for the workload controllers, in Rust.
 //!
-//! This build has no controller implemented yet: it validates its flags, connects to the API server,
-//! reports which of the requested controllers it could run, and exits. Controllers plug in here as
-//! they land (see the project's issues).
+//! This build runs the ReplicaSet controller. Leader election, health and metrics endpoints and
+//! shadow mode come with the binary's own issue; the Deployment and Job controllers with theirs.
 #![forbid(unsafe_code)]
 
 mod controllers;
 
-use std::path::PathBuf;
+use std::{path::PathBuf, sync::Arc};
 
 use anyhow::Context as _;
 use clap::Parser;
+use informer::{NoopMetrics, SharedInformerFactory};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use replicaset::{ReplicaSetController, ReplicaSetOptions};
+use tokio_util::sync::CancellationToken;
 
-/// Controllers this build actually implements. Empty until the ReplicaSet controller lands.
-const IMPLEMENTED: &[&str] = &[];
+/// Controllers this build implements.
+const IMPLEMENTED: &[&str] = &["replicaset-controller"];
 
 /// kcm-rs runs the Deployment, ReplicaSet and Job controllers of kube-controller-manager.
 #[derive(Debug, Parser)]
@@ -29,12 +31,26 @@ struct Args {
     /// particular name wins.
     #[arg(long, value_delimiter = ',', default_value = controllers::DEFAULT_CONTROLLERS)]
     controllers: Vec<String>,
+
+    /// The number of replica sets that are allowed to sync concurrently. Larger number = more
+    /// responsive replica management, but more CPU (and network) load.
+    #[arg(long, default_value_t = replicaset::DEFAULT_WORKERS, value_parser = at_least_one)]
+    concurrent_replicaset_syncs: usize,
+}
+
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("must be an integer of at least 1, not {s:?}")),
+    }
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .init();
     let args = Args::parse();
     let enabled = controllers::enabled_controllers(&args.controllers)?;
@@ -56,20 +72,51 @@ async fn main() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot reach the API server at {server}"))?;
     tracing::info!(%server, version = %version.git_version, "connected");
-
-    let runnable: Vec<_> = enabled.iter().filter(|c| IMPLEMENTED.contains(c)).collect();
     let missing: Vec<_> = enabled.iter().filter(|c| !IMPLEMENTED.contains(c)).collect();
-    println!(
-        "kcm-rs: connected to {server} (Kubernetes {})",
-        version.git_version
-    );
-    println!("kcm-rs: controllers requested: {enabled:?}");
-    println!("kcm-rs: controllers available in this build: {IMPLEMENTED:?}");
     if !missing.is_empty() {
-        println!("kcm-rs: not implemented yet, so not running: {missing:?}");
+        tracing::warn!(
+            ?missing,
+            "requested controllers that this build does not implement yet; not running them"
+        );
     }
-    if runnable.is_empty() {
-        println!("kcm-rs: nothing to run; exiting");
+
+    let cancel = CancellationToken::new();
+    let factory = SharedInformerFactory::new(client.clone());
+    let mut running = Vec::new();
+    if enabled.contains(&"replicaset-controller") {
+        let options = ReplicaSetOptions {
+            workers: args.concurrent_replicaset_syncs,
+            ..ReplicaSetOptions::default()
+        };
+        let rs = Arc::new(ReplicaSetController::new(
+            &factory,
+            client.clone(),
+            options,
+            &NoopMetrics,
+        ));
+        running.push(tokio::spawn(rs.run(cancel.clone())));
+        tracing::info!("started replicaset-controller");
+    }
+    if running.is_empty() {
+        println!("kcm-rs: no implemented controller is enabled (implemented: {IMPLEMENTED:?}); exiting");
+        return Ok(());
+    }
+    factory.start(&cancel);
+
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    cancel.cancel();
+    for r in running {
+        r.await.context("controller task")?;
     }
     Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }

@@ -88,6 +88,11 @@ impl<T: QueueItem + Ord> WorkQueue<T> {
         self.delaying.queue().get().await
     }
 
+    /// The next item if one is queued now (does not wait).
+    pub fn try_get(&self) -> Option<T> {
+        self.delaying.queue().try_get()
+    }
+
     pub fn done(&self, item: &T) {
         self.delaying.queue().done(item);
     }

@@ -1,0 +1,71 @@
+//! Carrying out adoption and release decisions (upstream `ClaimPods`' side effects).
+
+use std::{future::Future, sync::Arc};
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::{
+    errors::ControlError,
+    pod_control::PodControl,
+    ref_manager::{Owner, adopt_patch, release_patch},
+};
+
+/// What adoption and release achieved.
+#[derive(Debug, Default)]
+pub struct ClaimOutcome {
+    /// Pods now controlled by the owner (the cached objects, as upstream returns them).
+    pub adopted: Vec<Arc<Pod>>,
+    /// Failures, each naming its pod. A pod that vanished meanwhile is not a failure.
+    pub errors: Vec<ControlError>,
+}
+
+/// Adopts `adopt` and releases `release`. `can_adopt` is asked once, and only if there is something
+/// to adopt: callers check with a fresh GET that the owner still exists with the same UID and is not
+/// being deleted (kubernetes/kubernetes#42639).
+pub async fn execute_claims<P, F, Fut>(
+    control: &P,
+    owner: &Owner,
+    adopt: &[Arc<Pod>],
+    release: &[Arc<Pod>],
+    can_adopt: F,
+) -> ClaimOutcome
+where
+    P: PodControl,
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<(), ControlError>>,
+{
+    let mut out = ClaimOutcome::default();
+    if !adopt.is_empty() {
+        match can_adopt().await {
+            Ok(()) => {
+                for pod in adopt {
+                    let (ns, name, uid) = ids(pod);
+                    match control.patch_pod(ns, name, &adopt_patch(owner, uid)).await {
+                        Ok(()) => out.adopted.push(pod.clone()),
+                        Err(e) if e.is_not_found() => {}
+                        Err(e) => out.errors.push(e),
+                    }
+                }
+            }
+            Err(e) => out.errors.push(e),
+        }
+    }
+    for pod in release {
+        let (ns, name, uid) = ids(pod);
+        match control.patch_pod(ns, name, &release_patch(&owner.uid, uid)).await {
+            // Gone, or recreated under the same name (the UID precondition fails as Invalid).
+            Err(e) if !(e.is_not_found() || e.is_invalid()) => out.errors.push(e),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn ids(pod: &Pod) -> (&str, &str, &str) {
+    let m = &pod.metadata;
+    (
+        m.namespace.as_deref().unwrap_or(""),
+        m.name.as_deref().unwrap_or(""),
+        m.uid.as_deref().unwrap_or(""),
+    )
+}

@@ -1,0 +1,78 @@
+//! Errors from the API calls controllers make, with the object they concern.
+
+/// The status cause the API server gives when a namespace is being deleted.
+pub const NAMESPACE_TERMINATING_CAUSE: &str = "NamespaceTerminating";
+
+/// A write to the API server that failed, naming the object.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("{message}")]
+    Api {
+        /// `create pod`, `delete pod`, `patch pod`, `update status`, ...
+        verb: &'static str,
+        /// `namespace/name` of the object, or of the owner for creations.
+        key: String,
+        /// The server's message, as upstream puts it into events and conditions.
+        message: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error("unable to create pods for {owner}: the pod template has no labels")]
+    NoLabels { owner: String },
+    #[error("{what}: {message}")]
+    Refused { what: String, message: String },
+}
+
+impl ControlError {
+    pub fn api(verb: &'static str, key: impl Into<String>, source: kube::Error) -> Self {
+        let message = message_of(&source);
+        ControlError::Api {
+            verb,
+            key: key.into(),
+            message,
+            source: Box::new(source),
+        }
+    }
+
+    fn status(&self) -> Option<&kube::core::Status> {
+        match self {
+            ControlError::Api { source, .. } => match &**source {
+                kube::Error::Api(s) => Some(s),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    pub fn code(&self) -> Option<u16> {
+        self.status().map(|s| s.code)
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        self.code() == Some(404)
+    }
+
+    pub fn is_conflict(&self) -> bool {
+        self.code() == Some(409)
+    }
+
+    /// 422 Invalid, e.g. a UID precondition that no longer holds.
+    pub fn is_invalid(&self) -> bool {
+        self.code() == Some(422)
+    }
+
+    /// The namespace is being deleted: creations there will never succeed.
+    pub fn is_namespace_terminating(&self) -> bool {
+        self.status()
+            .and_then(|s| s.details.as_ref())
+            .is_some_and(|d| d.causes.iter().any(|c| c.reason == NAMESPACE_TERMINATING_CAUSE))
+    }
+}
+
+/// The text upstream shows for an error: the Status message for API errors.
+pub fn message_of(err: &kube::Error) -> String {
+    match err {
+        kube::Error::Api(s) if !s.message.is_empty() => s.message.clone(),
+        other => other.to_string(),
+    }
+}

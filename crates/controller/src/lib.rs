@@ -1,0 +1,27 @@
+//! Machinery shared by the workload controllers, after upstream's `pkg/controller` helpers:
+//! expectations, pod control with events, controller-reference claims, the scale-down ranking, slow
+//! start, and pod predicates. Decisions here are pure functions; the few functions that write
+//! (`pod_control`, `claim`, `events`) are the executors' building blocks.
+#![forbid(unsafe_code)]
+
+pub mod claim;
+pub mod clock;
+pub mod errors;
+pub mod events;
+pub mod expectations;
+pub mod index;
+pub mod pod_control;
+pub mod pod_util;
+pub mod ranking;
+pub mod ref_manager;
+pub mod slow_start;
+pub mod status_writer;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+pub use clock::{Clock, SystemClock};
+pub use errors::ControlError;
+pub use events::EventRecorder;
+pub use expectations::Expectations;
+pub use pod_control::{KubePodControl, PodControl};
+pub use ref_manager::{Claim, Owner};

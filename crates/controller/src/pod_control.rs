@@ -1,0 +1,233 @@
+//! Creating and deleting pods for a controller, with the events upstream's `RealPodControl` records.
+
+use std::future::Future;
+
+use k8s_openapi::{
+    api::core::v1::{ObjectReference, Pod, PodTemplateSpec},
+    apimachinery::pkg::apis::meta::v1::ObjectMeta,
+};
+use kube::{
+    Api, Client,
+    api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions},
+};
+
+use crate::{
+    errors::ControlError,
+    events::{EventRecorder, TYPE_NORMAL, TYPE_WARNING},
+    ref_manager::Owner,
+};
+
+pub const REASON_SUCCESSFUL_CREATE: &str = "SuccessfulCreate";
+pub const REASON_FAILED_CREATE: &str = "FailedCreate";
+pub const REASON_SUCCESSFUL_DELETE: &str = "SuccessfulDelete";
+pub const REASON_FAILED_DELETE: &str = "FailedDelete";
+
+/// Pod writes a controller makes. Implemented against the API server by [`KubePodControl`] and by
+/// fakes in tests.
+pub trait PodControl: Send + Sync + 'static {
+    /// Creates a pod from `template`, controlled by `owner`.
+    fn create_pod(
+        &self,
+        owner: &Owner,
+        template: &PodTemplateSpec,
+    ) -> impl Future<Output = Result<Pod, ControlError>> + Send;
+    /// Deletes `pod` if it still has the same UID.
+    fn delete_pod(&self, owner: &Owner, pod: &Pod) -> impl Future<Output = Result<(), ControlError>> + Send;
+    /// Applies a strategic-merge patch to a pod (adoption, release).
+    fn patch_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> impl Future<Output = Result<(), ControlError>> + Send;
+}
+
+/// The pod an owner creates from its template (upstream `GetPodFromTemplate`): the template's labels,
+/// annotations, finalizers and spec, `generateName` from the owner's name, and the controller reference.
+pub fn pod_from_template(owner: &Owner, template: &PodTemplateSpec) -> Result<Pod, ControlError> {
+    let meta = template.metadata.clone().unwrap_or_default();
+    if meta.labels.as_ref().is_none_or(|l| l.is_empty()) {
+        return Err(ControlError::NoLabels { owner: owner.key() });
+    }
+    Ok(Pod {
+        metadata: ObjectMeta {
+            generate_name: Some(generate_name_prefix(&owner.name)),
+            namespace: Some(owner.namespace.clone()),
+            labels: meta.labels,
+            annotations: meta.annotations,
+            finalizers: meta.finalizers,
+            owner_references: Some(vec![owner.controller_ref()]),
+            ..ObjectMeta::default()
+        },
+        spec: template.spec.clone(),
+        status: None,
+    })
+}
+
+/// `<owner>-`, or the owner's name alone if the dash would make an invalid prefix (upstream
+/// `getPodsPrefix`): the API server appends 5 random characters.
+fn generate_name_prefix(owner: &str) -> String {
+    let prefix = format!("{owner}-");
+    if prefix.len() <= 253 - 5 {
+        prefix
+    } else {
+        owner.to_owned()
+    }
+}
+
+/// A reference to the owner for events.
+pub fn object_reference(owner: &Owner) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(owner.api_version.clone()),
+        kind: Some(owner.kind.clone()),
+        namespace: Some(owner.namespace.clone()),
+        name: Some(owner.name.clone()),
+        uid: Some(owner.uid.clone()),
+        ..ObjectReference::default()
+    }
+}
+
+/// [`PodControl`] against the API server.
+#[derive(Clone)]
+pub struct KubePodControl {
+    client: Client,
+    recorder: EventRecorder,
+}
+
+impl std::fmt::Debug for KubePodControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubePodControl").finish_non_exhaustive()
+    }
+}
+
+impl KubePodControl {
+    pub fn new(client: Client, recorder: EventRecorder) -> Self {
+        Self { client, recorder }
+    }
+}
+
+impl PodControl for KubePodControl {
+    async fn create_pod(&self, owner: &Owner, template: &PodTemplateSpec) -> Result<Pod, ControlError> {
+        let pod = pod_from_template(owner, template)?;
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &owner.namespace);
+        match api.create(&PostParams::default(), &pod).await {
+            Ok(created) => {
+                let name = created.metadata.name.clone().unwrap_or_default();
+                self.recorder.record(
+                    &object_reference(owner),
+                    TYPE_NORMAL,
+                    REASON_SUCCESSFUL_CREATE,
+                    format!("Created pod: {name}"),
+                );
+                Ok(created)
+            }
+            Err(e) => {
+                let err = ControlError::api("create pod", owner.key(), e);
+                if !err.is_namespace_terminating() {
+                    self.recorder.record(
+                        &object_reference(owner),
+                        TYPE_WARNING,
+                        REASON_FAILED_CREATE,
+                        format!("Error creating: {err}"),
+                    );
+                }
+                Err(err)
+            }
+        }
+    }
+
+    async fn delete_pod(&self, owner: &Owner, pod: &Pod) -> Result<(), ControlError> {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &owner.namespace);
+        let dp = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: pod.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match api.delete(&name, &dp).await {
+            Ok(_) => {
+                self.recorder.record(
+                    &object_reference(owner),
+                    TYPE_NORMAL,
+                    REASON_SUCCESSFUL_DELETE,
+                    format!("Deleted pod: {name}"),
+                );
+                Ok(())
+            }
+            Err(e) => {
+                let err = ControlError::api("delete pod", format!("{}/{name}", owner.namespace), e);
+                if !err.is_not_found() {
+                    self.recorder.record(
+                        &object_reference(owner),
+                        TYPE_WARNING,
+                        REASON_FAILED_DELETE,
+                        format!("Error deleting: {err}"),
+                    );
+                }
+                Err(err)
+            }
+        }
+    }
+
+    async fn patch_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<(), ControlError> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        api.patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+            .await
+            .map(|_| ())
+            .map_err(|e| ControlError::api("patch pod", format!("{namespace}/{name}"), e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn owner() -> Owner {
+        Owner {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            namespace: "ns".into(),
+            name: "web-abc".into(),
+            uid: "u1".into(),
+            deleting: false,
+        }
+    }
+
+    #[test]
+    fn pod_from_template_copies_metadata_and_sets_the_controller_ref() {
+        let template = PodTemplateSpec {
+            metadata: Some(ObjectMeta {
+                labels: Some(BTreeMap::from([("app".into(), "web".into())])),
+                annotations: Some(BTreeMap::from([("a".into(), "b".into())])),
+                finalizers: Some(vec!["f".into()]),
+                name: Some("ignored".into()),
+                ..ObjectMeta::default()
+            }),
+            spec: None,
+        };
+        let pod = pod_from_template(&owner(), &template).unwrap();
+        assert_eq!(pod.metadata.generate_name.as_deref(), Some("web-abc-"));
+        assert_eq!(pod.metadata.name, None);
+        assert_eq!(pod.metadata.finalizers, Some(vec!["f".to_owned()]));
+        let r = &pod.metadata.owner_references.unwrap()[0];
+        assert_eq!(
+            (r.uid.as_str(), r.controller, r.block_owner_deletion),
+            ("u1", Some(true), Some(true))
+        );
+    }
+
+    #[test]
+    fn a_template_without_labels_is_refused() {
+        let err = pod_from_template(&owner(), &PodTemplateSpec::default()).unwrap_err();
+        assert!(err.to_string().contains("ns/web-abc"), "{err}");
+    }
+}

@@ -1,0 +1,135 @@
+//! Controller references: which candidate objects a controller claims, adopts, releases or leaves
+//! alone (upstream `controller_ref_manager.go`). Decisions are pure; [`crate::claim`] executes them.
+//!
+//! This is how a ReplicaSet, a Job and a hand-made pod with overlapping labels coexist: an object
+//! controlled by someone else is never touched, an orphan is adopted only if the selector matches and
+//! neither side is being deleted, and an owned object whose labels stopped matching is released.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use serde_json::{Value, json};
+
+use crate::pod_util::{controller_of, is_deleting};
+
+/// What to do with one candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// Ours and matching: counts as ours.
+    Owned,
+    /// An orphan that matches: adopt it (after checking that the owner is not being deleted).
+    Adopt,
+    /// Ours but no longer matching: remove our controller reference.
+    Release,
+    /// Someone else's, or not for us: leave it alone.
+    Ignore,
+}
+
+/// The owner doing the claiming.
+#[derive(Debug, Clone)]
+pub struct Owner {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    /// The owner has a deletionTimestamp: it adopts and releases nothing.
+    pub deleting: bool,
+}
+
+impl Owner {
+    /// The controller reference new and adopted objects get.
+    pub fn controller_ref(&self) -> OwnerReference {
+        OwnerReference {
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+            name: self.name.clone(),
+            uid: self.uid.clone(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
+    }
+
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Decides for one candidate whose labels `matches` (or not) the owner's selector.
+pub fn decide(owner: &Owner, candidate: &ObjectMeta, matches: bool) -> Claim {
+    if candidate.namespace.as_deref() != Some(owner.namespace.as_str()) {
+        return Claim::Ignore;
+    }
+    match controller_of(candidate) {
+        Some(r) if r.uid != owner.uid => Claim::Ignore,
+        Some(_) if matches => Claim::Owned,
+        Some(_) if owner.deleting => Claim::Ignore,
+        Some(_) => Claim::Release,
+        None if owner.deleting || !matches || is_deleting(candidate) => Claim::Ignore,
+        None => Claim::Adopt,
+    }
+}
+
+/// Strategic-merge patch adding the owner as controller (merged by uid, so an existing non-controller
+/// reference to the owner is upgraded), guarded by the candidate's UID.
+pub fn adopt_patch(owner: &Owner, candidate_uid: &str) -> Value {
+    json!({"metadata": {"ownerReferences": [owner.controller_ref()], "uid": candidate_uid}})
+}
+
+/// Strategic-merge patch deleting the owner's reference, guarded by the candidate's UID.
+pub fn release_patch(owner_uid: &str, candidate_uid: &str) -> Value {
+    json!({"metadata": {"ownerReferences": [{"$patch": "delete", "uid": owner_uid}], "uid": candidate_uid}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::pod;
+
+    fn owner(deleting: bool) -> Owner {
+        Owner {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            namespace: "ns".into(),
+            name: "rs".into(),
+            uid: "rs-uid".into(),
+            deleting,
+        }
+    }
+
+    #[test]
+    fn claim_table() {
+        let ours = pod("a").owner("ReplicaSet", "rs", "rs-uid").build().metadata;
+        let theirs = pod("b")
+            .owner("ReplicaSet", "other", "other-uid")
+            .build()
+            .metadata;
+        let orphan = pod("c").build().metadata;
+        let deleting_orphan = pod("d").deleting().build().metadata;
+        let (live, dying) = (owner(false), owner(true));
+        assert_eq!(decide(&live, &ours, true), Claim::Owned);
+        assert_eq!(
+            decide(&dying, &ours, true),
+            Claim::Owned,
+            "still ours while being deleted"
+        );
+        assert_eq!(decide(&live, &ours, false), Claim::Release);
+        assert_eq!(decide(&dying, &ours, false), Claim::Ignore);
+        assert_eq!(decide(&live, &theirs, true), Claim::Ignore, "never steal");
+        assert_eq!(decide(&live, &orphan, true), Claim::Adopt);
+        assert_eq!(decide(&live, &orphan, false), Claim::Ignore);
+        assert_eq!(decide(&dying, &orphan, true), Claim::Ignore);
+        assert_eq!(decide(&live, &deleting_orphan, true), Claim::Ignore);
+        let mut elsewhere = orphan.clone();
+        elsewhere.namespace = Some("other".into());
+        assert_eq!(decide(&live, &elsewhere, true), Claim::Ignore);
+    }
+
+    #[test]
+    fn patches_carry_the_uid_precondition() {
+        let p = adopt_patch(&owner(false), "pod-uid");
+        assert_eq!(p["metadata"]["uid"], "pod-uid");
+        assert_eq!(p["metadata"]["ownerReferences"][0]["controller"], true);
+        assert_eq!(p["metadata"]["ownerReferences"][0]["blockOwnerDeletion"], true);
+        let r = release_patch("rs-uid", "pod-uid");
+        assert_eq!(r["metadata"]["ownerReferences"][0]["$patch"], "delete");
+    }
+}

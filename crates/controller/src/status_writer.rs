@@ -1,0 +1,41 @@
+//! Writing status to the status subresource.
+
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
+use kube::{Api, Client, api::PostParams};
+
+use crate::errors::ControlError;
+
+/// Writes `status` (with `observedGeneration` set to the generation acted on) with a full PUT of the
+/// status subresource; on failure reads the ReplicaSet again and retries once (upstream
+/// `updateReplicaSetStatus`, `statusUpdateRetries = 1`).
+pub async fn write_replica_set_status(
+    client: &Client,
+    rs: &ReplicaSet,
+    mut status: ReplicaSetStatus,
+) -> Result<ReplicaSet, ControlError> {
+    let ns = rs.metadata.namespace.clone().unwrap_or_default();
+    let name = rs.metadata.name.clone().unwrap_or_default();
+    let key = format!("{ns}/{name}");
+    status.observed_generation = rs.metadata.generation;
+    let api: Api<ReplicaSet> = Api::namespaced(client.clone(), &ns);
+    let mut body = rs.clone();
+    body.metadata.managed_fields = None;
+    body.status = Some(status.clone());
+    let first = put(&api, &name, &body).await;
+    let Err(first_err) = first else {
+        return first.map_err(|e| ControlError::api("update status", key, e));
+    };
+    tracing::debug!(replica_set = %key, "status update failed ({first_err}); retrying once with a fresh read");
+    let mut fresh = api
+        .get(&name)
+        .await
+        .map_err(|e| ControlError::api("get replicaset", key.clone(), e))?;
+    fresh.status = Some(status);
+    put(&api, &name, &fresh)
+        .await
+        .map_err(|e| ControlError::api("update status", key, e))
+}
+
+async fn put(api: &Api<ReplicaSet>, name: &str, body: &ReplicaSet) -> kube::Result<ReplicaSet> {
+    api.replace_status(name, &PostParams::default(), body).await
+}

@@ -1,0 +1,254 @@
+//! Wiring: informers and handlers, the work queue, workers (upstream `ReplicaSetController.Run`).
+
+use std::{collections::HashSet, sync::Arc, time::Duration};
+
+use controller::{
+    EventRecorder, Expectations, KubePodControl, PodControl, SystemClock,
+    events::TYPE_WARNING,
+    index::{POD_OWNER_INDEX, orphans_in, owned_by, pod_owner_index},
+    pod_control::object_reference,
+    pod_util::controller_of,
+};
+use informer::{
+    HandlerRegistration, HasSynced, InformerOptions, MetricsProvider, ObjectKey, SharedInformer,
+    SharedInformerFactory, WorkQueue,
+    store::{CONTROLLER_UID_INDEX, controller_uid_index},
+    wait_for_cache_sync,
+};
+use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
+use kube::Client;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    executor::{Executor, SyncError},
+    handlers::{Handlers, PodHandler, ReplicaSetHandler},
+    plan::{BURST_REPLICAS, PlanError, SyncInput, owner, plan_sync, selector},
+};
+
+/// Workers per controller (kube-controller-manager `--concurrent-replicaset-syncs` default).
+pub const DEFAULT_WORKERS: usize = 5;
+/// The work queue's name, the `name` label of the workqueue metrics (upstream: `replicaset`).
+pub const QUEUE_NAME: &str = "replicaset";
+/// The events' source component (upstream: `replicaset-controller`).
+pub const COMPONENT: &str = "replicaset-controller";
+/// Event reason for a ReplicaSet whose selector cannot be parsed. Upstream only logs this case.
+pub const REASON_INVALID_SELECTOR: &str = "InvalidSelector";
+
+#[derive(Debug, Clone)]
+pub struct ReplicaSetOptions {
+    pub workers: usize,
+    pub burst_replicas: usize,
+}
+
+impl Default for ReplicaSetOptions {
+    fn default() -> Self {
+        Self {
+            workers: DEFAULT_WORKERS,
+            burst_replicas: BURST_REPLICAS,
+        }
+    }
+}
+
+/// The ReplicaSet controller.
+pub struct ReplicaSetController<P> {
+    handlers: Handlers,
+    replica_sets: SharedInformer<ReplicaSet>,
+    pods: SharedInformer<Pod>,
+    registrations: Vec<HandlerRegistration>,
+    executor: Executor<P>,
+    recorder: EventRecorder,
+    options: ReplicaSetOptions,
+}
+
+impl<P> std::fmt::Debug for ReplicaSetController<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplicaSetController")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReplicaSetController<KubePodControl> {
+    /// A controller writing through `client`, reading through `factory`'s shared informers.
+    pub fn new(
+        factory: &SharedInformerFactory,
+        client: Client,
+        options: ReplicaSetOptions,
+        metrics: &dyn MetricsProvider,
+    ) -> Self {
+        let recorder = EventRecorder::new(client.clone(), COMPONENT);
+        let control = KubePodControl::new(client.clone(), recorder.clone());
+        Self::with_control(factory, client, control, recorder, options, metrics)
+    }
+}
+
+impl<P: PodControl> ReplicaSetController<P> {
+    pub fn with_control(
+        factory: &SharedInformerFactory,
+        client: Client,
+        control: P,
+        recorder: EventRecorder,
+        options: ReplicaSetOptions,
+        metrics: &dyn MetricsProvider,
+    ) -> Self {
+        let replica_sets = factory.namespaced::<ReplicaSet>(InformerOptions::default());
+        let pods = factory.namespaced::<Pod>(InformerOptions::default());
+        replica_sets
+            .store()
+            .add_index(CONTROLLER_UID_INDEX, controller_uid_index());
+        pods.store().add_index(POD_OWNER_INDEX, pod_owner_index());
+        let expectations = Arc::new(Expectations::new());
+        let handlers = Handlers {
+            replica_sets: replica_sets.lister(),
+            expectations: expectations.clone(),
+            queue: WorkQueue::named(QUEUE_NAME, metrics),
+        };
+        let registrations = vec![
+            replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), None),
+            pods.add_event_handler(PodHandler(handlers.clone()), None),
+        ];
+        let executor = Executor {
+            control,
+            client,
+            expectations,
+            clock: Arc::new(SystemClock),
+        };
+        Self {
+            handlers,
+            replica_sets,
+            pods,
+            registrations,
+            executor,
+            recorder,
+            options,
+        }
+    }
+
+    /// Whether every handler has seen its informer's initial contents.
+    pub fn has_synced(&self) -> bool {
+        self.registrations.iter().all(HandlerRegistration::has_synced)
+    }
+
+    /// Runs the workers until `cancel` fires, then lets in-flight syncs finish.
+    pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
+        let synced: Vec<&dyn HasSynced> = self.registrations.iter().map(|r| r as &dyn HasSynced).collect();
+        if !wait_for_cache_sync(&cancel, &synced).await {
+            return;
+        }
+        tracing::info!(
+            controller = COMPONENT,
+            workers = self.options.workers,
+            "caches synced; starting workers"
+        );
+        let workers: Vec<_> = (0..self.options.workers.max(1))
+            .map(|_| {
+                let me = self.clone();
+                tokio::spawn(async move { me.worker().await })
+            })
+            .collect();
+        cancel.cancelled().await;
+        self.handlers.queue.shut_down_with_drain().await;
+        for w in workers {
+            let _ = w.await;
+        }
+        tracing::info!(controller = COMPONENT, "stopped");
+    }
+
+    async fn worker(&self) {
+        let queue = &self.handlers.queue;
+        while let Some(key) = queue.get().await {
+            match self.sync(&key).await {
+                Ok(requeue) => {
+                    queue.forget(&key);
+                    if let Some(after) = requeue {
+                        queue.add_after(key.clone(), after);
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(replica_set = %key, "sync failed: {e}");
+                    queue.add_rate_limited(key.clone());
+                }
+            }
+            queue.done(&key);
+        }
+    }
+
+    /// One sync of the ReplicaSet at `key` (upstream `syncReplicaSet`).
+    pub async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
+        let started = tokio::time::Instant::now();
+        let Some(rs) = self.handlers.replica_sets.get(key.namespace(), key.name()) else {
+            self.handlers.expectations.delete(key.as_str());
+            return Ok(None);
+        };
+        let satisfied = self.handlers.expectations.satisfied(key.as_str());
+        let candidates = self.candidates(&rs);
+        let input = SyncInput {
+            rs: &rs,
+            expectations_satisfied: satisfied,
+            candidates: &candidates,
+            burst_replicas: self.options.burst_replicas,
+            now: self.executor.clock.now(),
+        };
+        let plan = match plan_sync(&input, || self.related_pods(&rs)) {
+            Ok(plan) => plan,
+            Err(e @ PlanError::InvalidSelector { .. }) => {
+                tracing::error!(replica_set = %key, "{e}");
+                self.recorder.record(
+                    &object_reference(&owner(&rs)),
+                    TYPE_WARNING,
+                    REASON_INVALID_SELECTOR,
+                    e.to_string(),
+                );
+                return Ok(None);
+            }
+        };
+        let result = self.executor.execute(&rs, plan).await;
+        tracing::debug!(replica_set = %key, elapsed = ?started.elapsed(), "finished syncing");
+        result
+    }
+
+    /// The ReplicaSet's own pods and the orphans of its namespace.
+    fn candidates(&self, rs: &ReplicaSet) -> Vec<Arc<Pod>> {
+        let store = self.pods.store();
+        let uid = rs.metadata.uid.as_deref().unwrap_or_default();
+        let ns = rs.metadata.namespace.as_deref().unwrap_or_default();
+        let mut pods = store
+            .by_index(POD_OWNER_INDEX, &owned_by(uid))
+            .unwrap_or_default();
+        pods.extend(
+            store
+                .by_index(POD_OWNER_INDEX, &orphans_in(ns))
+                .unwrap_or_default(),
+        );
+        pods
+    }
+
+    /// Pods selected by every ReplicaSet with the same controller as `rs`, each once (upstream
+    /// `getIndirectlyRelatedPods`). Empty for a ReplicaSet without a controller.
+    fn related_pods(&self, rs: &ReplicaSet) -> Vec<Arc<Pod>> {
+        let Some(owner) = controller_of(&rs.metadata) else {
+            return Vec::new();
+        };
+        let siblings = self
+            .replica_sets
+            .store()
+            .by_index(CONTROLLER_UID_INDEX, &owner.uid)
+            .unwrap_or_default();
+        let mut seen = HashSet::new();
+        let mut related = Vec::new();
+        for sibling in siblings {
+            let Ok(matcher) = selector(&sibling) else { continue };
+            let ns = sibling.metadata.namespace.as_deref().unwrap_or_default();
+            for pod in self.pods.lister().list_namespace(ns, &matcher) {
+                if seen.insert(pod.metadata.uid.clone()) {
+                    related.push(pod);
+                }
+            }
+        }
+        related
+    }
+
+    pub fn queue(&self) -> &WorkQueue<ObjectKey> {
+        &self.handlers.queue
+    }
+}

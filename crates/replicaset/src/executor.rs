@@ -1,0 +1,172 @@
+//! Doing: carries out a [`SyncPlan`] (upstream `claimPods` side effects, `manageReplicas`' writes and
+//! `updateReplicaSetStatus`).
+
+use std::{sync::Arc, time::Duration};
+
+use controller::{
+    Clock, ControlError, Expectations, Owner, PodControl, claim::execute_claims, errors::message_of,
+    slow_start::slow_start_batch, status_writer,
+};
+use futures::future::join_all;
+use informer::ObjectKey;
+use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
+use kube::{Api, Client};
+
+use crate::{
+    plan::{ReplicaChange, SyncPlan},
+    status::needs_write,
+};
+
+/// Why a sync must be retried (with the rate limiter).
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error("claiming pods for {key}: {source}")]
+    Claim { key: ObjectKey, source: ControlError },
+    #[error("scaling {key}: {source}")]
+    Manage { key: ObjectKey, source: ControlError },
+    #[error("updating the status of {key}: {source}")]
+    Status { key: ObjectKey, source: ControlError },
+}
+
+/// The writes of one ReplicaSet controller.
+pub struct Executor<P> {
+    pub control: P,
+    pub client: Client,
+    pub expectations: Arc<Expectations>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl<P> std::fmt::Debug for Executor<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor").finish_non_exhaustive()
+    }
+}
+
+impl<P: PodControl> Executor<P> {
+    /// Claims, scales, writes the status; returns when to sync again (availability checks).
+    pub async fn execute(&self, rs: &ReplicaSet, plan: SyncPlan) -> Result<Option<Duration>, SyncError> {
+        let SyncPlan {
+            key,
+            owner,
+            claims,
+            replicas,
+        } = plan;
+        if !claims.adopt.is_empty() || !claims.release.is_empty() {
+            let outcome = execute_claims(&self.control, &owner, &claims.adopt, &claims.release, || {
+                self.can_adopt(&owner)
+            })
+            .await;
+            if let Some(source) = outcome.errors.into_iter().next() {
+                return Err(SyncError::Claim { key, source });
+            }
+            if outcome.adopted.len() != claims.adopt.len() {
+                // A pod vanished between the list and its adoption: the plan counted it. Plan again
+                // from the caches rather than scale on a wrong count.
+                return Ok(Some(Duration::ZERO));
+            }
+        }
+        let manage = self.manage(&key, &owner, rs, &replicas.change).await;
+        let status = match &manage {
+            Err(e) => replicas.status_after_failure(rs, &e.to_string(), self.clock.now()),
+            Ok(()) => replicas.status.clone(),
+        };
+        if needs_write(rs, &status) {
+            status_writer::write_replica_set_status(&self.client, rs, status)
+                .await
+                .map_err(|source| SyncError::Status {
+                    key: key.clone(),
+                    source,
+                })?;
+        }
+        manage.map_err(|source| SyncError::Manage { key, source })?;
+        Ok(replicas.requeue_after)
+    }
+
+    /// Creates or deletes pods, keeping expectations in step: set before the writes, lowered for every
+    /// write that failed or was skipped (no watch event will come for those).
+    async fn manage(
+        &self,
+        key: &ObjectKey,
+        owner: &Owner,
+        rs: &ReplicaSet,
+        change: &ReplicaChange,
+    ) -> Result<(), ControlError> {
+        match change {
+            ReplicaChange::None => Ok(()),
+            ReplicaChange::Create(n) => {
+                tracing::info!(replica_set = %key, creating = n, "too few replicas");
+                self.expectations.expect_creations(key.as_str(), *n);
+                let template = rs
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.template.clone())
+                    .unwrap_or_default();
+                let (created, err) = slow_start_batch(*n, || async {
+                    match self.control.create_pod(owner, &template).await {
+                        Ok(_) => Ok(()),
+                        // The namespace is going away; no create will ever succeed there.
+                        Err(e) if e.is_namespace_terminating() => Ok(()),
+                        Err(e) => Err(e),
+                    }
+                })
+                .await;
+                for _ in created.len()..*n {
+                    self.expectations.creation_observed(key.as_str());
+                }
+                err.map_or(Ok(()), Err)
+            }
+            ReplicaChange::Delete(pods) => {
+                tracing::info!(replica_set = %key, deleting = pods.len(), "too many replicas");
+                self.expectations
+                    .expect_deletions(key.as_str(), pods.iter().map(|p| ObjectKey::of(&**p).to_string()));
+                let results = join_all(pods.iter().map(|p| self.delete(key, owner, p))).await;
+                results.into_iter().find_map(Result::err).map_or(Ok(()), Err)
+            }
+        }
+    }
+
+    async fn delete(&self, key: &ObjectKey, owner: &Owner, pod: &Pod) -> Result<(), ControlError> {
+        match self.control.delete_pod(owner, pod).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.expectations
+                    .deletion_observed(key.as_str(), ObjectKey::of(pod).as_str());
+                if e.is_not_found() { Ok(()) } else { Err(e) }
+            }
+        }
+    }
+
+    /// A fresh read of the ReplicaSet before adopting: it must still exist, with the same UID, and
+    /// not be being deleted (kubernetes/kubernetes#42639).
+    async fn can_adopt(&self, owner: &Owner) -> Result<(), ControlError> {
+        let api: Api<ReplicaSet> = Api::namespaced(self.client.clone(), &owner.namespace);
+        let fresh = api
+            .get(&owner.name)
+            .await
+            .map_err(|e| ControlError::api("get replicaset", owner.key(), e))?;
+        let refused = |message: String| ControlError::Refused {
+            what: format!("adopting pods for ReplicaSet {}", owner.key()),
+            message,
+        };
+        if fresh.metadata.uid.as_deref() != Some(owner.uid.as_str()) {
+            return Err(refused(format!(
+                "original ReplicaSet {} is gone: got uid {}, wanted {}",
+                owner.key(),
+                fresh.metadata.uid.unwrap_or_default(),
+                owner.uid
+            )));
+        }
+        if fresh.metadata.deletion_timestamp.is_some() {
+            return Err(refused(format!(
+                "ReplicaSet {} has just been deleted",
+                owner.key()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// For logs: the message upstream would show for a kube error.
+pub fn error_message(err: &kube::Error) -> String {
+    message_of(err)
+}

@@ -1,0 +1,182 @@
+//! Informer event handlers: which ReplicaSets a change concerns (upstream `addPod`, `updatePod`,
+//! `deletePod`, `addRS`, `updateRS`, `deleteRS`).
+
+use std::{sync::Arc, time::Duration};
+
+use controller::{
+    Expectations,
+    pod_util::{controller_of, is_deleting, is_ready},
+};
+use informer::{DeletedObject, EventHandler, LabelMatcher, Lister, ObjectKey, WorkQueue};
+use k8s_openapi::{
+    api::{apps::v1::ReplicaSet, core::v1::Pod},
+    apimachinery::pkg::apis::meta::v1::OwnerReference,
+};
+
+use crate::plan::selector;
+
+/// What the handlers share with the controller.
+#[derive(Debug, Clone)]
+pub struct Handlers {
+    pub replica_sets: Lister<ReplicaSet>,
+    pub expectations: Arc<Expectations>,
+    pub queue: WorkQueue<ObjectKey>,
+}
+
+impl Handlers {
+    /// The ReplicaSet a controller reference points to, if it is one we know with that UID.
+    fn resolve(&self, namespace: Option<&str>, r: &OwnerReference) -> Option<Arc<ReplicaSet>> {
+        if r.kind != "ReplicaSet" {
+            return None;
+        }
+        self.replica_sets
+            .get(namespace, &r.name)
+            .filter(|rs| rs.metadata.uid.as_deref() == Some(r.uid.as_str()))
+    }
+
+    /// ReplicaSets in the pod's namespace whose selector matches it; empty selectors match nothing
+    /// here (upstream `GetPodReplicaSets`).
+    fn matching(&self, pod: &Pod) -> Vec<Arc<ReplicaSet>> {
+        let Some(ns) = pod.metadata.namespace.as_deref() else {
+            return Vec::new();
+        };
+        let matching: Vec<_> = self
+            .replica_sets
+            .list_namespace(ns, &LabelMatcher::Everything)
+            .into_iter()
+            .filter(|rs| match selector(rs) {
+                Ok(m @ LabelMatcher::Match(_)) => m.matches_labels(pod.metadata.labels.as_ref()),
+                _ => false,
+            })
+            .collect();
+        if matching.len() > 1 {
+            tracing::warn!(pod = ?pod.metadata.name, "user error: more than one ReplicaSet selects this pod's labels");
+        }
+        matching
+    }
+
+    fn enqueue(&self, rs: &ReplicaSet) {
+        self.queue.add(ObjectKey::of(rs));
+    }
+
+    /// A pod is going away: observe the deletion for its controller and wake it.
+    fn pod_deleted(&self, pod: &Pod) {
+        let Some(r) = controller_of(&pod.metadata) else {
+            return;
+        };
+        let Some(rs) = self.resolve(pod.metadata.namespace.as_deref(), r) else {
+            return;
+        };
+        let key = ObjectKey::of(&*rs);
+        self.expectations
+            .deletion_observed(key.as_str(), ObjectKey::of(pod).as_str());
+        self.queue.add(key);
+    }
+
+    fn rs_deleted(&self, rs: &ReplicaSet) {
+        let key = ObjectKey::of(rs);
+        self.expectations.delete(key.as_str());
+        self.queue.add(key);
+    }
+}
+
+/// Handles ReplicaSet events.
+#[derive(Debug, Clone)]
+pub struct ReplicaSetHandler(pub Handlers);
+
+impl EventHandler<ReplicaSet> for ReplicaSetHandler {
+    fn on_add(&self, rs: &Arc<ReplicaSet>, _: bool) {
+        self.0.enqueue(rs);
+    }
+
+    /// Every update enqueues, status-only ones and resyncs included, so that a ReplicaSet whose creates
+    /// failed is retried on resync.
+    fn on_update(&self, old: &Arc<ReplicaSet>, new: &Arc<ReplicaSet>) {
+        if old.metadata.uid != new.metadata.uid {
+            self.0.rs_deleted(old);
+        }
+        self.0.enqueue(new);
+    }
+
+    fn on_delete(&self, rs: &DeletedObject<ReplicaSet>) {
+        self.0.rs_deleted(rs.object());
+    }
+}
+
+/// Handles pod events.
+#[derive(Debug, Clone)]
+pub struct PodHandler(pub Handlers);
+
+impl EventHandler<Pod> for PodHandler {
+    fn on_add(&self, pod: &Arc<Pod>, _: bool) {
+        let h = &self.0;
+        if is_deleting(&pod.metadata) {
+            // A pod first seen already being deleted (after a restart) is not a creation.
+            h.pod_deleted(pod);
+            return;
+        }
+        if let Some(r) = controller_of(&pod.metadata) {
+            if let Some(rs) = h.resolve(pod.metadata.namespace.as_deref(), r) {
+                let key = ObjectKey::of(&*rs);
+                h.expectations.creation_observed(key.as_str());
+                h.queue.add(key);
+            }
+            return;
+        }
+        // An orphan: wake whoever might adopt it. No expectation waits for orphans.
+        for rs in h.matching(pod) {
+            h.enqueue(&rs);
+        }
+    }
+
+    fn on_update(&self, old: &Arc<Pod>, cur: &Arc<Pod>) {
+        let h = &self.0;
+        if old.metadata.resource_version == cur.metadata.resource_version {
+            return; // a resync: nothing changed
+        }
+        let labels_changed = old.metadata.labels != cur.metadata.labels;
+        if is_deleting(&cur.metadata) {
+            // Replace the pod as soon as it starts terminating, not when it is finally gone.
+            h.pod_deleted(cur);
+            if labels_changed {
+                h.pod_deleted(old);
+            }
+            return;
+        }
+        let (cur_ref, old_ref) = (controller_of(&cur.metadata), controller_of(&old.metadata));
+        let ref_changed = cur_ref != old_ref;
+        if ref_changed
+            && let Some(r) = old_ref
+            && let Some(rs) = h.resolve(old.metadata.namespace.as_deref(), r)
+        {
+            h.enqueue(&rs);
+        }
+        if let Some(r) = cur_ref {
+            let Some(rs) = h.resolve(cur.metadata.namespace.as_deref(), r) else {
+                return;
+            };
+            h.enqueue(&rs);
+            let min_ready = rs.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0);
+            if !is_ready(old) && is_ready(cur) && min_ready > 0 {
+                // The pod becomes available minReadySeconds from now: look again then.
+                let after = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0));
+                h.queue.add_after(ObjectKey::of(&*rs), after);
+            }
+            return;
+        }
+        if labels_changed || ref_changed {
+            for rs in h.matching(cur) {
+                h.enqueue(&rs);
+            }
+        }
+    }
+
+    fn on_delete(&self, pod: &DeletedObject<Pod>) {
+        // Orphans going away concern nobody.
+        self.0.pod_deleted(pod.object());
+    }
+}
+
+#[cfg(test)]
+#[path = "handlers_tests.rs"]
+mod tests;

@@ -1,0 +1,158 @@
+use std::collections::BTreeMap;
+
+use controller::testing::pod;
+use informer::Store;
+use k8s_openapi::{
+    api::apps::v1::ReplicaSetSpec,
+    apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta},
+};
+
+use super::*;
+
+fn rs(name: &str, uid: &str, app: &str, min_ready: i32) -> ReplicaSet {
+    ReplicaSet {
+        metadata: ObjectMeta {
+            namespace: Some("ns".into()),
+            name: Some(name.into()),
+            uid: Some(uid.into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ReplicaSetSpec {
+            selector: LabelSelector {
+                match_labels: Some(BTreeMap::from([("app".into(), app.into())])),
+                ..LabelSelector::default()
+            },
+            min_ready_seconds: Some(min_ready),
+            ..ReplicaSetSpec::default()
+        }),
+        status: None,
+    }
+}
+
+fn setup() -> (PodHandler, Handlers) {
+    let store = Store::new();
+    store.add_index(
+        informer::store::NAMESPACE_INDEX,
+        informer::store::namespace_index(),
+    );
+    for r in [rs("a", "uid-a", "web", 0), rs("b", "uid-b", "db", 5)] {
+        store.upsert(ObjectKey::of(&r), Arc::new(r));
+    }
+    let h = Handlers {
+        replica_sets: Lister::new(store),
+        expectations: Arc::new(Expectations::new()),
+        queue: WorkQueue::new(),
+    };
+    (PodHandler(h.clone()), h)
+}
+
+fn drain(q: &WorkQueue<ObjectKey>) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Some(k) = q.try_get() {
+        out.push(k.to_string());
+        q.done(&k);
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn owned_pod_add_observes_the_creation() {
+    let (ph, h) = setup();
+    h.expectations.expect_creations("ns/a", 1);
+    ph.on_add(
+        &Arc::new(pod("p").owner("ReplicaSet", "a", "uid-a").build()),
+        false,
+    );
+    assert!(h.expectations.satisfied("ns/a"));
+    assert_eq!(drain(&h.queue), ["ns/a"]);
+}
+
+#[tokio::test]
+async fn pod_owned_by_an_unknown_uid_is_ignored() {
+    let (ph, h) = setup();
+    ph.on_add(
+        &Arc::new(pod("p").owner("ReplicaSet", "a", "stale-uid").build()),
+        false,
+    );
+    ph.on_add(&Arc::new(pod("q").owner("Job", "a", "uid-a").build()), false);
+    assert!(drain(&h.queue).is_empty());
+}
+
+#[tokio::test]
+async fn orphan_add_wakes_matching_replicasets() {
+    let (ph, h) = setup();
+    ph.on_add(&Arc::new(pod("p").label("app", "db").build()), false);
+    assert_eq!(drain(&h.queue), ["ns/b"]);
+}
+
+#[tokio::test]
+async fn controller_ref_change_enqueues_old_and_new_owner() {
+    let (ph, h) = setup();
+    let old = pod("p")
+        .label("app", "web")
+        .owner("ReplicaSet", "a", "uid-a")
+        .build();
+    let mut new = pod("p")
+        .label("app", "web")
+        .owner("ReplicaSet", "b", "uid-b")
+        .build();
+    new.metadata.resource_version = Some("2".into());
+    ph.on_update(&Arc::new(old), &Arc::new(new));
+    assert_eq!(drain(&h.queue), ["ns/a", "ns/b"]);
+}
+
+#[tokio::test]
+async fn resync_updates_are_ignored() {
+    let (ph, h) = setup();
+    let p = Arc::new(pod("p").owner("ReplicaSet", "a", "uid-a").build());
+    ph.on_update(&p, &p);
+    assert!(drain(&h.queue).is_empty());
+}
+
+#[tokio::test]
+async fn deletion_timestamp_counts_as_the_deletion_once() {
+    let (ph, h) = setup();
+    h.expectations.expect_deletions("ns/a", ["ns/p".to_owned()]);
+    let old = pod("p").owner("ReplicaSet", "a", "uid-a").build();
+    let mut dying = pod("p").owner("ReplicaSet", "a", "uid-a").deleting().build();
+    dying.metadata.resource_version = Some("2".into());
+    let dying = Arc::new(dying);
+    ph.on_update(&Arc::new(old), &dying);
+    assert!(h.expectations.satisfied("ns/a"));
+    ph.on_delete(&DeletedObject::Final(dying));
+    assert_eq!(h.expectations.pending("ns/a"), Some((0, 0)), "not counted twice");
+    assert_eq!(drain(&h.queue), ["ns/a"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn becoming_ready_schedules_an_availability_check() {
+    let (ph, h) = setup();
+    let old = pod("p")
+        .label("app", "db")
+        .owner("ReplicaSet", "b", "uid-b")
+        .not_ready()
+        .build();
+    let mut ready = pod("p")
+        .label("app", "db")
+        .owner("ReplicaSet", "b", "uid-b")
+        .ready_at(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
+        .build();
+    ready.metadata.resource_version = Some("2".into());
+    ph.on_update(&Arc::new(old), &Arc::new(ready));
+    assert_eq!(drain(&h.queue), ["ns/b"]);
+    tokio::time::sleep(Duration::from_millis(5001)).await;
+    assert_eq!(drain(&h.queue), ["ns/b"], "again after minReadySeconds");
+}
+
+#[tokio::test]
+async fn replicaset_recreated_under_the_same_name_drops_old_expectations() {
+    let (_, h) = setup();
+    let rh = ReplicaSetHandler(h.clone());
+    h.expectations.expect_creations("ns/a", 3);
+    let old = Arc::new(rs("a", "uid-a", "web", 0));
+    let new = Arc::new(rs("a", "uid-a2", "web", 0));
+    rh.on_update(&old, &new);
+    assert!(h.expectations.satisfied("ns/a"));
+    assert_eq!(drain(&h.queue), ["ns/a"]);
+}

@@ -1,0 +1,27 @@
+//! The ReplicaSet controller (upstream `pkg/controller/replicaset`, Kubernetes 1.36).
+//!
+//! Behaviour carried over, each with the test that holds it:
+//!
+//! | behaviour | test |
+//! | --- | --- |
+//! | only active pods count: Failed and terminating pods are replaced at once | `plan::tests::failed_and_terminating_pods_are_replaced_at_once` |
+//! | scale up by at most 500 (`BurstReplicas`) per sync, in slow-start batches | `plan::tests::scales_up_to_the_desired_count_capped_by_the_burst`, `controller::slow_start` tests |
+//! | no creates or deletes while expectations are pending or the ReplicaSet is being deleted | `plan::tests::does_not_act_while_expectations_are_pending_or_while_being_deleted` |
+//! | scale-down ranking with all of upstream's tie-breakers | `plan::tests::scales_down_not_ready_pods_first`, `controller::ranking` tests |
+//! | adoption of matching orphans, release of pods that stop matching, never touching another controller's pods | `plan::tests::adopts_matching_orphans_and_releases_pods_that_stopped_matching`, `plan::tests::never_touches_pods_controlled_by_someone_else` |
+//! | status: replicas, fullyLabeledReplicas, readyReplicas, availableReplicas (minReadySeconds), terminatingReplicas, observedGeneration | `plan::tests::status_counts_fully_labeled_ready_and_available_pods`, `plan::tests::unchanged_status_is_not_written` |
+//! | a requeue when a ready pod will become available | `plan::tests::status_counts_fully_labeled_ready_and_available_pods` |
+//! | `ReplicaFailure` (FailedCreate / FailedDelete) added on a failed scale, kept as first written, removed after a clean sync | `plan::tests::replica_failure_*` |
+//! | an invalid selector is reported and not retried; other ReplicaSets go on | `plan::tests::an_invalid_selector_is_an_error_naming_the_replicaset` |
+//! | informer handlers: pod add/update/delete map to the owning or matching ReplicaSets; a changed controllerRef enqueues both | `handlers::tests` |
+//! | everything end to end, compared with upstream | `e2e/tests/replicaset.rs` |
+#![forbid(unsafe_code)]
+
+pub mod controller;
+pub mod executor;
+pub mod handlers;
+pub mod plan;
+pub mod status;
+
+pub use controller::{DEFAULT_WORKERS, ReplicaSetController, ReplicaSetOptions};
+pub use plan::{BURST_REPLICAS, ReplicaChange, SyncInput, SyncPlan, plan_sync};

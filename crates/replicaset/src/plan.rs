@@ -1,0 +1,197 @@
+//! Deciding: what one sync of a ReplicaSet should do, as a pure function of what the caches show.
+//! [`crate::executor`] carries a plan out; unit tests, benchmarks and shadow mode look at plans.
+
+use std::{sync::Arc, time::Duration};
+
+use controller::{
+    Claim, Owner,
+    pod_util::{is_active, is_controlled_by, is_deleting, is_terminating, next_availability_check},
+    ranking::pods_to_delete,
+    ref_manager::decide,
+};
+use informer::{LabelMatcher, ObjectKey, SelectorError};
+use k8s_openapi::{
+    api::{
+        apps::v1::{ReplicaSet, ReplicaSetStatus},
+        core::v1::Pod,
+    },
+    jiff::Timestamp,
+};
+
+use crate::status::calculate_status;
+
+/// Most pods one sync creates or deletes (upstream `BurstReplicas`, a constant, not a flag).
+pub const BURST_REPLICAS: usize = 500;
+
+/// What the caches show for one ReplicaSet.
+#[derive(Debug)]
+pub struct SyncInput<'a> {
+    pub rs: &'a ReplicaSet,
+    /// Whether earlier creations and deletions have all been observed (checked before listing pods,
+    /// so that a pod arriving in between is handled by the next sync).
+    pub expectations_satisfied: bool,
+    /// Pods controlled by this ReplicaSet plus the orphans in its namespace.
+    pub candidates: &'a [Arc<Pod>],
+    pub burst_replicas: usize,
+    pub now: Timestamp,
+}
+
+/// Adoption and release to do before scaling.
+#[derive(Debug, Default)]
+pub struct ClaimPlan {
+    /// Active pods already controlled by this ReplicaSet and matching its selector.
+    pub owned: Vec<Arc<Pod>>,
+    pub adopt: Vec<Arc<Pod>>,
+    pub release: Vec<Arc<Pod>>,
+    /// Terminating pods controlled by this ReplicaSet and matching it (status.terminatingReplicas).
+    pub terminating: usize,
+}
+
+/// Pods to create or delete.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum ReplicaChange {
+    /// Nothing to do, or not allowed now (expectations pending, ReplicaSet being deleted).
+    #[default]
+    None,
+    Create(usize),
+    Delete(Vec<Arc<Pod>>),
+}
+
+/// Scaling and status, given the claimed pods.
+#[derive(Debug, Clone)]
+pub struct ReplicaPlan {
+    pub change: ReplicaChange,
+    /// The claimed active pods the plan counts.
+    pub active: Vec<Arc<Pod>>,
+    pub terminating: usize,
+    /// The status to have if the change succeeds.
+    pub status: ReplicaSetStatus,
+    /// When to look again because a ready pod will become available (minReadySeconds).
+    pub requeue_after: Option<Duration>,
+}
+
+/// The whole plan of one sync.
+#[derive(Debug)]
+pub struct SyncPlan {
+    pub key: ObjectKey,
+    pub owner: Owner,
+    pub claims: ClaimPlan,
+    /// Computed as if every adoption succeeds.
+    pub replicas: ReplicaPlan,
+}
+
+/// Why a ReplicaSet cannot be planned for. Reported (event and log) and not retried: only a change to
+/// the object can fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("ReplicaSet {key} has an invalid selector: {source}")]
+    InvalidSelector { key: ObjectKey, source: SelectorError },
+}
+
+/// Plans one sync (upstream `syncReplicaSet` up to the writes). `related` gives the pods of every
+/// ReplicaSet with the same controller, needed only to rank pods for deletion.
+pub fn plan_sync(
+    input: &SyncInput<'_>,
+    related: impl FnOnce() -> Vec<Arc<Pod>>,
+) -> Result<SyncPlan, PlanError> {
+    let rs = input.rs;
+    let key = ObjectKey::of(rs);
+    let matcher = selector(rs).map_err(|source| PlanError::InvalidSelector {
+        key: key.clone(),
+        source,
+    })?;
+    let owner = owner(rs);
+    let claims = plan_claims(&owner, &matcher, input.candidates);
+    let claimed: Vec<Arc<Pod>> = claims.owned.iter().chain(&claims.adopt).cloned().collect();
+    let replicas = plan_replicas(input, claimed, claims.terminating, related);
+    Ok(SyncPlan {
+        key,
+        owner,
+        claims,
+        replicas,
+    })
+}
+
+/// The ReplicaSet's selector with apimachinery's semantics.
+pub fn selector(rs: &ReplicaSet) -> Result<LabelMatcher, SelectorError> {
+    LabelMatcher::from_selector(rs.spec.as_ref().map(|s| &s.selector))
+}
+
+/// The ReplicaSet as an owner of pods.
+pub fn owner(rs: &ReplicaSet) -> Owner {
+    let m = &rs.metadata;
+    Owner {
+        api_version: "apps/v1".into(),
+        kind: "ReplicaSet".into(),
+        namespace: m.namespace.clone().unwrap_or_default(),
+        name: m.name.clone().unwrap_or_default(),
+        uid: m.uid.clone().unwrap_or_default(),
+        deleting: is_deleting(m),
+    }
+}
+
+/// Sorts the candidates into owned, to adopt, to release and terminating (upstream `claimPods` over
+/// the active pods, then `FilterClaimedPods` over the terminating ones).
+pub fn plan_claims(owner: &Owner, matcher: &LabelMatcher, candidates: &[Arc<Pod>]) -> ClaimPlan {
+    let mut plan = ClaimPlan::default();
+    for pod in candidates {
+        let matches = matcher.matches_labels(pod.metadata.labels.as_ref());
+        if is_active(pod) {
+            match decide(owner, &pod.metadata, matches) {
+                Claim::Owned => plan.owned.push(pod.clone()),
+                Claim::Adopt => plan.adopt.push(pod.clone()),
+                Claim::Release => plan.release.push(pod.clone()),
+                Claim::Ignore => {}
+            }
+        } else if is_terminating(pod) && matches && is_controlled_by(&pod.metadata, &owner.uid) {
+            plan.terminating += 1;
+        }
+    }
+    plan
+}
+
+/// Scaling and status for the claimed active pods (upstream `manageReplicas`' decisions and
+/// `calculateStatus`).
+pub fn plan_replicas(
+    input: &SyncInput<'_>,
+    active: Vec<Arc<Pod>>,
+    terminating: usize,
+    related: impl FnOnce() -> Vec<Arc<Pod>>,
+) -> ReplicaPlan {
+    let rs = input.rs;
+    let desired = usize::try_from(rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1).max(0)).unwrap_or(0);
+    let change = if !input.expectations_satisfied || is_deleting(&rs.metadata) {
+        ReplicaChange::None
+    } else if active.len() < desired {
+        ReplicaChange::Create((desired - active.len()).min(input.burst_replicas))
+    } else if active.len() > desired {
+        let n = (active.len() - desired).min(input.burst_replicas);
+        ReplicaChange::Delete(pods_to_delete(&active, &related(), n, input.now))
+    } else {
+        ReplicaChange::None
+    };
+    let status = calculate_status(rs, &active, terminating, None, input.now);
+    let min_ready = rs.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0);
+    let requeue_after = (min_ready > 0 && status.ready_replicas != status.available_replicas).then(|| {
+        next_availability_check(active.iter().map(|p| &**p), min_ready, input.now)
+            .unwrap_or(Duration::from_secs(u64::try_from(min_ready).unwrap_or(0)))
+    });
+    ReplicaPlan {
+        change,
+        active,
+        terminating,
+        status,
+        requeue_after,
+    }
+}
+
+impl ReplicaPlan {
+    /// The status to write when carrying out `change` failed with `message`.
+    pub fn status_after_failure(&self, rs: &ReplicaSet, message: &str, now: Timestamp) -> ReplicaSetStatus {
+        calculate_status(rs, &self.active, self.terminating, Some(message), now)
+    }
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;
