@@ -28,6 +28,7 @@ unit:
 # The cluster's component logs are printed by the tests themselves when something fails. Tests named
 # disruptive_* restart control-plane components, so they run last and alone.
 e2e:
+	$(CARGO) build -p kcm-rs
 	$(CARGO) test -p kcm-rs-e2e --no-run
 	$(CLUSTER) down >/dev/null 2>&1 || true
 	trap '$(CLUSTER) down' EXIT; \
@@ -35,6 +36,7 @@ e2e:
 	eval "$$($(CLUSTER) env)"; \
 	$(CARGO) test -p kcm-rs-e2e -- --test-threads=4 --skip disruptive_
 	$(CARGO) test -p kcm-rs-e2e --test informer_disruptive -- --test-threads=1
+	$(CARGO) test -p kcm-rs-e2e --test replicaset -- --test-threads=1
 
 test: fmt-check clippy unit e2e
 

@@ -4,11 +4,14 @@
 
 mod cluster;
 mod counting;
+pub mod differential;
+mod kcm_rs;
 mod namespace;
 pub mod pods;
 mod wait;
 
 pub use cluster::{Cluster, Mode};
 pub use counting::{RequestCounter, counting_client};
+pub use kcm_rs::KcmRs;
 pub use namespace::{TestNamespace, with_namespace};
 pub use wait::{DEFAULT_WAIT, wait_for};

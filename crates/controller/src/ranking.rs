@@ -23,82 +23,137 @@ pub fn pods_to_delete(
     for p in related.iter().filter(|p| is_active(p)) {
         *on_node.entry(node(p)).or_default() += 1;
     }
-    let mut ranked: Vec<(usize, &Arc<Pod>)> = pods
+    // Each pod's facts are computed once, not at every comparison of the sort.
+    let mut ranked: Vec<(RankKey<'_>, &Arc<Pod>)> = pods
         .iter()
-        .map(|p| (on_node.get(node(p)).copied().unwrap_or(0), p))
+        .map(|p| {
+            (
+                RankKey::new(p, on_node.get(node(p)).copied().unwrap_or(0), now),
+                p,
+            )
+        })
         .collect();
-    ranked.sort_by(|(ra, a), (rb, b)| compare(a, *ra, b, *rb, now));
+    ranked.sort_by(|(a, _), (b, _)| a.cmp(b));
     ranked.into_iter().take(count).map(|(_, p)| p.clone()).collect()
 }
 
 /// `Less` first: the pod to delete sooner compares smaller.
 pub fn compare(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize, now: Timestamp) -> Ordering {
-    // 1. Unassigned before assigned (only when exactly one is unassigned).
-    let (na, nb) = (node(a), node(b));
-    if na != nb && (na.is_empty() || nb.is_empty()) {
-        return if na.is_empty() {
-            Ordering::Less
-        } else {
-            Ordering::Greater
-        };
-    }
-    // 2. Pending < Unknown < Running.
-    let by_phase = phase_ordinal(a).cmp(&phase_ordinal(b));
-    if by_phase != Ordering::Equal {
-        return by_phase;
-    }
-    // 3. Not ready before ready.
-    let (ready_a, ready_b) = (is_ready(a), is_ready(b));
-    if ready_a != ready_b {
-        return if ready_a {
-            Ordering::Greater
-        } else {
-            Ordering::Less
-        };
-    }
-    // 4. Lower pod-deletion-cost first.
-    let by_cost = deletion_cost(a).cmp(&deletion_cost(b));
-    if by_cost != Ordering::Equal {
-        return by_cost;
-    }
-    // 5. More related pods on the same node first.
-    if rank_a != rank_b {
-        return rank_b.cmp(&rank_a);
-    }
-    // 6. Both ready: ready for less time first, compared in log2 buckets.
-    if ready_a && ready_b {
-        let (ta, tb) = (ready_since(a), ready_since(b));
-        if ta != tb {
-            return newer_first(ta, tb, a, b, now);
+    RankKey::new(a, rank_a, now).cmp(&RankKey::new(b, rank_b, now))
+}
+
+/// What the ranking looks at, for one pod.
+struct RankKey<'a> {
+    node_empty: bool,
+    node: &'a str,
+    phase: u8,
+    ready: bool,
+    cost: i32,
+    rank: usize,
+    /// log2 bucket of the time since Ready (None when not ready or no time).
+    ready_since: Option<Timestamp>,
+    ready_bucket: i64,
+    restarts: i32,
+    created: Option<Timestamp>,
+    created_bucket: i64,
+    uid: &'a str,
+}
+
+impl<'a> RankKey<'a> {
+    fn new(p: &'a Pod, rank: usize, now: Timestamp) -> Self {
+        let ready = is_ready(p);
+        let ready_since = if ready { ready_since(p) } else { None };
+        let created = created(p);
+        RankKey {
+            node_empty: node(p).is_empty(),
+            node: node(p),
+            phase: phase_ordinal(p),
+            ready,
+            cost: deletion_cost(p),
+            rank,
+            ready_since,
+            ready_bucket: ready_since.map_or(0, |t| log2_age(t, now)),
+            restarts: max_container_restarts(p),
+            created,
+            created_bucket: created.map_or(0, |t| log2_age(t, now)),
+            uid: uid(p),
         }
     }
-    // 7. More container restarts first.
-    let by_restarts = max_container_restarts(b).cmp(&max_container_restarts(a));
-    if by_restarts != Ordering::Equal {
-        return by_restarts;
+
+    fn cmp(&self, o: &Self) -> Ordering {
+        // 1. Unassigned before assigned (only when exactly one is unassigned).
+        if self.node != o.node && (self.node_empty || o.node_empty) {
+            return if self.node_empty {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
+        }
+        // 2. Pending < Unknown < Running.
+        let by_phase = self.phase.cmp(&o.phase);
+        if by_phase != Ordering::Equal {
+            return by_phase;
+        }
+        // 3. Not ready before ready.
+        if self.ready != o.ready {
+            return if self.ready {
+                Ordering::Greater
+            } else {
+                Ordering::Less
+            };
+        }
+        // 4. Lower pod-deletion-cost first.
+        let by_cost = self.cost.cmp(&o.cost);
+        if by_cost != Ordering::Equal {
+            return by_cost;
+        }
+        // 5. More related pods on the same node first.
+        if self.rank != o.rank {
+            return o.rank.cmp(&self.rank);
+        }
+        // 6. Both ready: ready for less time first, compared in log2 buckets.
+        if self.ready && o.ready && self.ready_since != o.ready_since {
+            return newer_first(
+                (self.ready_since, self.ready_bucket),
+                (o.ready_since, o.ready_bucket),
+                self.uid,
+                o.uid,
+            );
+        }
+        // 7. More container restarts first.
+        let by_restarts = o.restarts.cmp(&self.restarts);
+        if by_restarts != Ordering::Equal {
+            return by_restarts;
+        }
+        // 8. Newer first, in log2 buckets.
+        if self.created != o.created {
+            return newer_first(
+                (self.created, self.created_bucket),
+                (o.created, o.created_bucket),
+                self.uid,
+                o.uid,
+            );
+        }
+        Ordering::Equal
     }
-    // 8. Newer first, in log2 buckets.
-    let (ca, cb) = (created(a), created(b));
-    if ca != cb {
-        return newer_first(ca, cb, a, b, now);
-    }
-    Ordering::Equal
 }
 
 /// A missing time counts as newest. Otherwise times are compared by the base-2 logarithm of their age
 /// in nanoseconds, ties broken by pod UID (a stable pseudo-random choice), so that pods of similar age
 /// are not told apart by small clock differences.
-fn newer_first(ta: Option<Timestamp>, tb: Option<Timestamp>, a: &Pod, b: &Pod, now: Timestamp) -> Ordering {
-    match (ta, tb) {
+fn newer_first(
+    a: (Option<Timestamp>, i64),
+    b: (Option<Timestamp>, i64),
+    uid_a: &str,
+    uid_b: &str,
+) -> Ordering {
+    match (a.0, b.0) {
         (None, _) => Ordering::Less,
         (_, None) => Ordering::Greater,
-        (Some(ta), Some(tb)) => {
-            let diff = log2_age(ta, now) - log2_age(tb, now);
-            match diff.cmp(&0) {
-                Ordering::Equal => uid(a).cmp(uid(b)),
-                other => other,
-            }
-        }
+        (Some(_), Some(_)) => match (a.1 - b.1).cmp(&0) {
+            Ordering::Equal => uid_a.cmp(uid_b),
+            other => other,
+        },
     }
 }
 

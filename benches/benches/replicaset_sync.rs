@@ -1,0 +1,98 @@
+//! Reconcile latency of the ReplicaSet sync's decision: `plan_sync` over what the listers hold, for
+//! 10 to 5,000 pods, at steady state, scaling up (half the pods missing) and scaling down (twice too
+//! many, with the deletion ranking over all of them).
+
+use std::{collections::BTreeMap, hint::black_box, sync::Arc};
+
+use controller::testing::pod;
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use k8s_openapi::{
+    api::{
+        apps::v1::{ReplicaSet, ReplicaSetSpec},
+        core::v1::{Pod, PodTemplateSpec},
+    },
+    apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta},
+    jiff::Timestamp,
+};
+use replicaset::{BURST_REPLICAS, SyncInput, plan_sync};
+
+fn rs(replicas: i32) -> ReplicaSet {
+    let labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
+    ReplicaSet {
+        metadata: ObjectMeta {
+            namespace: Some("ns".into()),
+            name: Some("web".into()),
+            uid: Some("rs-uid".into()),
+            generation: Some(1),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ReplicaSetSpec {
+            replicas: Some(replicas),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..LabelSelector::default()
+            },
+            template: Some(PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..ObjectMeta::default()
+                }),
+                spec: None,
+            }),
+            min_ready_seconds: Some(0),
+        }),
+        status: None,
+    }
+}
+
+/// `n` ready pods of the ReplicaSet spread over 50 nodes, of varied age and readiness time.
+fn pods(n: usize) -> Vec<Arc<Pod>> {
+    (0..n)
+        .map(|i| {
+            let ready = Timestamp::from_second(1_000_000 + (i as i64 * 37) % 100_000).unwrap();
+            let created = Timestamp::from_second(900_000 + (i as i64 * 53) % 100_000).unwrap();
+            Arc::new(
+                pod(&format!("web-{i:05}"))
+                    .uid(&format!("uid-{:08x}", (i * 2_654_435_761) % 4_294_967_296))
+                    .label("app", "web")
+                    .owner("ReplicaSet", "web", "rs-uid")
+                    .node(&format!("node-{}", i % 50))
+                    .ready_at(ready)
+                    .created_at(created)
+                    .build(),
+            )
+        })
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let now = Timestamp::from_second(1_200_000).unwrap();
+    let mut g = c.benchmark_group("replicaset_plan");
+    g.sample_size(20);
+    for n in [10usize, 100, 1_000, 5_000] {
+        let replicas = i32::try_from(n).unwrap();
+        let cases = [
+            ("steady", rs(replicas), pods(n)),
+            ("scale-up", rs(replicas), pods(n / 2)),
+            ("scale-down", rs(replicas), pods(n * 2)),
+        ];
+        for (name, rs, pods) in &cases {
+            g.bench_with_input(BenchmarkId::new(*name, n), &n, |b, _| {
+                b.iter(|| {
+                    let input = SyncInput {
+                        rs,
+                        expectations_satisfied: true,
+                        candidates: pods,
+                        burst_replicas: BURST_REPLICAS,
+                        now,
+                    };
+                    black_box(plan_sync(&input, || pods.clone()).unwrap())
+                });
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

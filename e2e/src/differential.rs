@@ -1,0 +1,208 @@
+//! Differential e2e: the same scenarios run with upstream's controller acting (reference mode) and
+//! with kcm-rs acting (upstream's controller disabled), on the same control plane, and their
+//! normalized outcomes are compared.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    future::Future,
+    panic::AssertUnwindSafe,
+    pin::Pin,
+    sync::Arc,
+};
+
+use futures::{FutureExt as _, future::join_all};
+use informer::{HandlerFns, InformerOptions, SharedInformerFactory, wait_for_cache_sync};
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::ListParams;
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::{Cluster, KcmRs, TestNamespace, with_namespace};
+
+/// A normalized outcome: named facts, compared one by one.
+pub type Outcome = BTreeMap<String, String>;
+
+type ScenarioFn = fn(TestNamespace) -> Pin<Box<dyn Future<Output = Outcome> + Send>>;
+
+/// One scenario: a name and what it does in its namespace, returning what it observed.
+#[derive(Clone, Copy)]
+pub struct Scenario {
+    pub name: &'static str,
+    pub run: ScenarioFn,
+}
+
+impl std::fmt::Debug for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// Runs every scenario under upstream (reference mode), then under kcm-rs started with `kcm_rs_args`
+/// (replace mode), restores reference mode, and panics with a readable report if any outcome differs
+/// or any scenario failed.
+pub async fn run_differential(cluster: &Cluster, suite: &str, kcm_rs_args: &[&str], scenarios: &[Scenario]) {
+    cluster.hack(&["mode", "reference"]);
+    let reference = run_all(cluster, scenarios, "upstream").await;
+    cluster.hack(&["mode", "replace"]);
+    let kcm_rs = KcmRs::start(cluster, suite, kcm_rs_args).await;
+    let ours = run_all(cluster, scenarios, "kcm-rs").await;
+    let tail = kcm_rs.log_tail();
+    let status = kcm_rs.stop();
+    cluster.hack(&["mode", "reference"]);
+
+    let mut report = String::new();
+    for (s, (want, got)) in scenarios.iter().zip(reference.iter().zip(&ours)) {
+        match (want, got) {
+            (Err(e), _) => report.push_str(&format!(
+                "\n[{}] failed under upstream (the scenario is wrong?): {e}\n",
+                s.name
+            )),
+            (_, Err(e)) => report.push_str(&format!("\n[{}] failed under kcm-rs: {e}\n", s.name)),
+            (Ok(want), Ok(got)) if want != got => {
+                report.push_str(&format!("\n[{}] differs:\n{}", s.name, diff(want, got)))
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        status.success(),
+        "kcm-rs did not exit cleanly on SIGTERM ({status}); its log:\n{tail}"
+    );
+    assert!(
+        report.is_empty(),
+        "{suite}: kcm-rs and upstream disagree:{report}\n--- kcm-rs log (tail) ---\n{tail}"
+    );
+}
+
+async fn run_all(cluster: &Cluster, scenarios: &[Scenario], actor: &str) -> Vec<Result<Outcome, String>> {
+    join_all(scenarios.iter().map(|s| run_one(cluster.clone(), *s, actor))).await
+}
+
+async fn run_one(cluster: Cluster, scenario: Scenario, actor: &str) -> Result<Outcome, String> {
+    let result: Arc<Mutex<Option<Outcome>>> = Arc::default();
+    let slot = result.clone();
+    let prefix = format!("{}-{actor}", scenario.name);
+    let run = with_namespace(cluster.clone(), &prefix, move |ns| async move {
+        let counter = PodCounter::start(&ns).await;
+        let mut outcome = (scenario.run)(ns.clone()).await;
+        outcome.insert("pods ever created".into(), counter.count().to_string());
+        outcome.insert("event reasons".into(), event_reasons(&ns).await);
+        counter.stop();
+        *slot.lock() = Some(outcome);
+    });
+    match AssertUnwindSafe(run).catch_unwind().await {
+        Ok(()) => Ok(result.lock().take().expect("outcome recorded")),
+        Err(panic) => Err(panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_else(|| "panicked".into())),
+    }
+}
+
+fn diff(want: &Outcome, got: &Outcome) -> String {
+    let keys: BTreeSet<&String> = want.keys().chain(got.keys()).collect();
+    let mut out = String::new();
+    for k in keys {
+        let (w, g) = (want.get(k), got.get(k));
+        if w != g {
+            out.push_str(&format!(
+                "  {k}:\n    upstream: {}\n    kcm-rs:   {}\n",
+                show(w),
+                show(g)
+            ));
+        }
+    }
+    out
+}
+
+fn show(v: Option<&String>) -> &str {
+    v.map_or("(absent)", String::as_str)
+}
+
+/// Counts the distinct pods that ever existed in a namespace, from a watch started before the scenario.
+struct PodCounter {
+    uids: Arc<Mutex<BTreeSet<String>>>,
+    cancel: CancellationToken,
+}
+
+impl PodCounter {
+    async fn start(ns: &TestNamespace) -> PodCounter {
+        let factory =
+            SharedInformerFactory::new(ns.cluster.client.clone()).with_namespaces(vec![ns.name.clone()]);
+        let pods = factory.namespaced::<Pod>(InformerOptions::default());
+        let uids: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+        let seen = uids.clone();
+        let reg = pods.add_event_handler(
+            HandlerFns::new().on_add(move |p: &Arc<Pod>, _| {
+                seen.lock().insert(p.metadata.uid.clone().unwrap_or_default());
+            }),
+            None,
+        );
+        let cancel = CancellationToken::new();
+        factory.start(&cancel);
+        assert!(wait_for_cache_sync(&cancel, &[&reg]).await);
+        PodCounter { uids, cancel }
+    }
+
+    fn count(&self) -> usize {
+        self.uids.lock().len()
+    }
+
+    fn stop(self) {
+        self.cancel.cancel();
+    }
+}
+
+/// The distinct reasons of events on ReplicaSets, Deployments and Jobs in the namespace, once they
+/// have not changed for [`EVENTS_QUIET`]: controllers write events in the background, behind their
+/// client's rate limiter, so under load they arrive seconds after the action.
+async fn event_reasons(ns: &TestNamespace) -> String {
+    let step = std::time::Duration::from_millis(500);
+    let mut last = read_event_reasons(ns).await;
+    let mut quiet = std::time::Duration::ZERO;
+    let mut waited = std::time::Duration::ZERO;
+    while quiet < EVENTS_QUIET && waited < EVENTS_MAX_WAIT {
+        tokio::time::sleep(step).await;
+        waited += step;
+        let now = read_event_reasons(ns).await;
+        if now == last {
+            quiet += step;
+        } else {
+            quiet = std::time::Duration::ZERO;
+            last = now;
+        }
+    }
+    last
+}
+
+/// How long the event reasons must stay the same before they are taken.
+const EVENTS_QUIET: std::time::Duration = std::time::Duration::from_secs(4);
+/// The longest wait for events to settle.
+const EVENTS_MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+async fn read_event_reasons(ns: &TestNamespace) -> String {
+    let events = ns
+        .api::<Event>()
+        .list(&ListParams::default())
+        .await
+        .expect("list events")
+        .items;
+    let reasons: BTreeSet<String> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.involved_object.kind.as_deref(),
+                Some("ReplicaSet" | "Deployment" | "Job")
+            )
+        })
+        .map(|e| {
+            format!(
+                "{}/{}",
+                e.involved_object.kind.as_deref().unwrap_or(""),
+                e.reason.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    reasons.into_iter().collect::<Vec<_>>().join(", ")
+}
