@@ -24,19 +24,10 @@ clippy:
 unit:
 	$(CARGO) test --workspace --exclude kcm-rs-e2e
 
-# The e2e suites against a control plane this target starts (reference mode) and always stops.
-# The cluster's component logs are printed by the tests themselves when something fails. Tests named
-# disruptive_* restart control-plane components, so they run last and alone.
+# The e2e suites against a control plane this target starts (reference mode) and always stops; the
+# suites print the components' log tails when something fails. See hack/e2e.sh.
 e2e:
-	$(CARGO) build -p kcm-rs
-	$(CARGO) test -p kcm-rs-e2e --no-run
-	$(CLUSTER) down >/dev/null 2>&1 || true
-	trap '$(CLUSTER) down' EXIT; \
-	$(CLUSTER) up --mode reference; \
-	eval "$$($(CLUSTER) env)"; \
-	$(CARGO) test -p kcm-rs-e2e -- --test-threads=4 --skip disruptive_
-	$(CARGO) test -p kcm-rs-e2e --test informer_disruptive -- --test-threads=1
-	$(CARGO) test -p kcm-rs-e2e --test replicaset -- --test-threads=1
+	CARGO=$(CARGO) hack/e2e.sh
 
 test: fmt-check clippy unit e2e
 

@@ -1,0 +1,303 @@
+//! Leader election with a Lease (client-go `tools/leaderelection` with `resourcelock.LeaseLock`).
+//!
+//! The rules kept from client-go:
+//! * a candidate never trusts the timestamps in the lease: it remembers the record it last read and
+//!   the local time at which it last saw that record change; the lease is taken as valid until that
+//!   local time plus the record's `leaseDurationSeconds` (tolerant to clock skew between machines,
+//!   not to clocks running at different rates);
+//! * every write is a PUT carrying the `resourceVersion` it read, so a conflict means someone else
+//!   wrote first, and the write simply fails;
+//! * the leader renews every retry period, and gives up leading if no renewal succeeds within the
+//!   renew deadline;
+//! * on release the record keeps the transitions count, empties the holder and shortens the lease to
+//!   one second, so the next candidate acquires at its next try.
+
+use std::time::Duration;
+
+use k8s_openapi::{
+    api::coordination::v1::{Lease, LeaseSpec},
+    apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta},
+    jiff::Timestamp,
+};
+use kube::{Api, Client, api::PostParams};
+use rand::Rng as _;
+use tokio::{sync::watch, time::Instant};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{ConfigError, JITTER_FACTOR, LeaderElectionConfig};
+
+/// Leadership was lost: no renewal succeeded within the renew deadline. kube-controller-manager exits
+/// at this point, and so does kcm-rs.
+#[derive(Debug, thiserror::Error)]
+#[error("leader election lost: lease {namespace}/{name} not renewed within {deadline:?}")]
+pub struct LeadershipLost {
+    pub namespace: String,
+    pub name: String,
+    pub deadline: Duration,
+}
+
+/// One candidate in an election.
+pub struct LeaderElector {
+    api: Api<Lease>,
+    config: LeaderElectionConfig,
+    /// What this candidate last saw of the lease. Invariant: `changed_at` is the local time at which
+    /// `record` was first seen with its current content (or written by us).
+    observed: tokio::sync::Mutex<Observed>,
+    leading: watch::Sender<bool>,
+}
+
+struct Observed {
+    record: Option<LeaseSpec>,
+    lease: Option<Lease>,
+    changed_at: Instant,
+    /// When this candidate last wrote the lease as holder.
+    renewed_at: Option<Instant>,
+}
+
+impl std::fmt::Debug for LeaderElector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderElector")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LeaderElector {
+    pub fn new(client: Client, config: LeaderElectionConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        Ok(Self {
+            api: Api::namespaced(client, &config.namespace),
+            config,
+            observed: tokio::sync::Mutex::new(Observed {
+                record: None,
+                lease: None,
+                changed_at: Instant::now(),
+                renewed_at: None,
+            }),
+            leading: watch::channel(false).0,
+        })
+    }
+
+    pub fn config(&self) -> &LeaderElectionConfig {
+        &self.config
+    }
+
+    pub fn is_leader(&self) -> bool {
+        *self.leading.borrow()
+    }
+
+    /// Changes of leadership (true while leading).
+    pub fn subscribe(&self) -> watch::Receiver<bool> {
+        self.leading.subscribe()
+    }
+
+    /// Tries until this candidate holds the lease (true) or `cancel` fires (false).
+    pub async fn acquire(&self, cancel: &CancellationToken) -> bool {
+        tracing::info!(lease = %self.lease_name(), identity = %self.config.identity, "attempting to acquire leader lease");
+        loop {
+            if self.try_acquire_or_renew().await {
+                tracing::info!(lease = %self.lease_name(), "successfully acquired lease");
+                self.leading.send_replace(true);
+                return true;
+            }
+            tokio::select! {
+                () = cancel.cancelled() => return false,
+                () = tokio::time::sleep(jittered(self.config.retry_period)) => {}
+            }
+        }
+    }
+
+    /// Renews every retry period until `cancel` fires (Ok) or a renewal fails for the whole renew
+    /// deadline (Err: stop leading now).
+    pub async fn keep_leading(&self, cancel: &CancellationToken) -> Result<(), LeadershipLost> {
+        loop {
+            tokio::select! {
+                () = cancel.cancelled() => return Ok(()),
+                () = tokio::time::sleep(self.config.retry_period) => {}
+            }
+            let deadline = Instant::now() + self.config.renew_deadline;
+            let renewed = loop {
+                if self.try_acquire_or_renew().await {
+                    break true;
+                }
+                if Instant::now() + self.config.retry_period > deadline {
+                    break false;
+                }
+                tokio::select! {
+                    () = cancel.cancelled() => return Ok(()),
+                    () = tokio::time::sleep(self.config.retry_period) => {}
+                }
+            };
+            if !renewed {
+                self.leading.send_replace(false);
+                tracing::error!(lease = %self.lease_name(), "failed to renew lease within the renew deadline");
+                return Err(LeadershipLost {
+                    namespace: self.config.namespace.clone(),
+                    name: self.config.name.clone(),
+                    deadline: self.config.renew_deadline,
+                });
+            }
+        }
+    }
+
+    /// Gives the lease up if this candidate holds it (for `--leader-elect-release-on-cancel`).
+    pub async fn release(&self) {
+        if !self.is_leader() {
+            return;
+        }
+        self.leading.send_replace(false);
+        let give_up = Instant::now() + self.config.renew_deadline;
+        while Instant::now() < give_up {
+            let observed = self.observed.lock().await;
+            let Some(mut lease) = observed.lease.clone() else {
+                return;
+            };
+            drop(observed);
+            let old = lease.spec.clone().unwrap_or_default();
+            if old.holder_identity.as_deref() != Some(self.config.identity.as_str()) {
+                return;
+            }
+            let now = MicroTime(Timestamp::now());
+            lease.spec = Some(LeaseSpec {
+                holder_identity: None,
+                lease_duration_seconds: Some(1),
+                acquire_time: Some(now.clone()),
+                renew_time: Some(now),
+                lease_transitions: old.lease_transitions,
+                ..LeaseSpec::default()
+            });
+            match self
+                .api
+                .replace(&self.config.name, &PostParams::default(), &lease)
+                .await
+            {
+                Ok(_) => {
+                    tracing::info!(lease = %self.lease_name(), "released lease");
+                    return;
+                }
+                Err(_) => {
+                    // Someone wrote meanwhile: read again and retry while it is still ours.
+                    if let Ok(fresh) = self.api.get(&self.config.name).await {
+                        self.observed.lock().await.lease = Some(fresh);
+                    }
+                }
+            }
+        }
+    }
+
+    /// False when this candidate leads but has not renewed for longer than the lease duration plus
+    /// `tolerance` (the `/healthz/leaderElection` check; kube-controller-manager uses 20 s).
+    pub async fn healthy(&self, tolerance: Duration) -> bool {
+        if !self.is_leader() {
+            return true;
+        }
+        let observed = self.observed.lock().await;
+        observed
+            .renewed_at
+            .is_some_and(|t| t.elapsed() <= self.config.lease_duration + tolerance)
+    }
+
+    /// One attempt (client-go `tryAcquireOrRenew`): create the lease, or take it over when it has
+    /// expired by our clock, or renew it when we hold it. Any failure is just "not now".
+    pub async fn try_acquire_or_renew(&self) -> bool {
+        let now = Timestamp::now();
+        let existing = match self.api.get_opt(&self.config.name).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::debug!(lease = %self.lease_name(), "error retrieving lease: {e}");
+                return false;
+            }
+        };
+        let mut observed = self.observed.lock().await;
+        let Some(mut lease) = existing else {
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(self.config.name.clone()),
+                    namespace: Some(self.config.namespace.clone()),
+                    ..ObjectMeta::default()
+                },
+                spec: Some(self.record(None, now)),
+            };
+            return match self.api.create(&PostParams::default(), &lease).await {
+                Ok(created) => {
+                    observed.remember_own_write(created);
+                    true
+                }
+                Err(e) => {
+                    tracing::debug!(lease = %self.lease_name(), "error creating lease: {e}");
+                    false
+                }
+            };
+        };
+        let record = lease.spec.clone().unwrap_or_default();
+        if observed.record.as_ref() != Some(&record) {
+            observed.record = Some(record.clone());
+            observed.changed_at = Instant::now();
+        }
+        observed.lease = Some(lease.clone());
+        let holder = record.holder_identity.clone().unwrap_or_default();
+        let ours = holder == self.config.identity;
+        let duration =
+            Duration::from_secs(u64::try_from(record.lease_duration_seconds.unwrap_or(0)).unwrap_or(0));
+        if !holder.is_empty() && !ours && observed.changed_at + duration > Instant::now() {
+            return false; // held by another and not expired by our clock
+        }
+        lease.spec = Some(self.record(Some((record, ours)), now));
+        match self
+            .api
+            .replace(&self.config.name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(updated) => {
+                if !ours {
+                    tracing::info!(lease = %self.lease_name(), previous = %holder, "took over lease");
+                }
+                observed.remember_own_write(updated);
+                true
+            }
+            Err(e) => {
+                tracing::debug!(lease = %self.lease_name(), "error updating lease: {e}");
+                false
+            }
+        }
+    }
+
+    /// The record this candidate writes: a renewal keeps acquireTime and the transitions count; a
+    /// takeover sets acquireTime and counts one more transition.
+    fn record(&self, previous: Option<(LeaseSpec, bool)>, now: Timestamp) -> LeaseSpec {
+        let t = MicroTime(now);
+        let secs = i32::try_from(self.config.lease_duration.as_secs()).unwrap_or(i32::MAX);
+        let (acquire_time, transitions) = match previous {
+            None => (Some(t.clone()), Some(0)),
+            Some((r, true)) => (r.acquire_time.or_else(|| Some(t.clone())), r.lease_transitions),
+            Some((r, false)) => (Some(t.clone()), Some(r.lease_transitions.unwrap_or(0) + 1)),
+        };
+        LeaseSpec {
+            holder_identity: Some(self.config.identity.clone()),
+            lease_duration_seconds: Some(secs),
+            acquire_time,
+            renew_time: Some(t),
+            lease_transitions: transitions,
+            ..LeaseSpec::default()
+        }
+    }
+
+    fn lease_name(&self) -> String {
+        format!("{}/{}", self.config.namespace, self.config.name)
+    }
+}
+
+impl Observed {
+    fn remember_own_write(&mut self, lease: Lease) {
+        let now = Instant::now();
+        self.record = lease.spec.clone();
+        self.lease = Some(lease);
+        self.changed_at = now;
+        self.renewed_at = Some(now);
+    }
+}
+
+/// `d` plus up to `JITTER_FACTOR * d` (client-go `wait.Jitter`).
+fn jittered(d: Duration) -> Duration {
+    d + d.mul_f64(rand::rng().random_range(0.0..JITTER_FACTOR))
+}
