@@ -14,6 +14,7 @@ pub mod pod_control;
 pub mod pod_util;
 pub mod ranking;
 pub mod ref_manager;
+pub mod shadow;
 pub mod slow_start;
 pub mod status_writer;
 #[cfg(any(test, feature = "testing"))]

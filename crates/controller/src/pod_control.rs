@@ -231,3 +231,34 @@ mod tests {
         assert!(err.to_string().contains("ns/web-abc"), "{err}");
     }
 }
+
+/// A [`PodControl`] for read-only controllers (shadow mode): every call fails without touching the
+/// API server.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoWrites;
+
+impl PodControl for NoWrites {
+    async fn create_pod(&self, owner: &Owner, _: &PodTemplateSpec) -> Result<Pod, ControlError> {
+        Err(ControlError::Refused {
+            what: format!("creating a pod for {}", owner.key()),
+            message: "read-only".into(),
+        })
+    }
+    async fn delete_pod(&self, owner: &Owner, _: &Pod) -> Result<(), ControlError> {
+        Err(ControlError::Refused {
+            what: format!("deleting a pod of {}", owner.key()),
+            message: "read-only".into(),
+        })
+    }
+    async fn patch_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        _: &serde_json::Value,
+    ) -> Result<(), ControlError> {
+        Err(ControlError::Refused {
+            what: format!("patching pod {namespace}/{name}"),
+            message: "read-only".into(),
+        })
+    }
+}

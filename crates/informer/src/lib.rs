@@ -28,7 +28,7 @@ pub use informer::{
     SharedInformerFactory, wait_for_cache_sync,
 };
 pub use key::ObjectKey;
-pub use metrics::{MetricsProvider, NoopMetrics, QueueMetrics, ReflectorMetrics};
+pub use metrics::{MetricsProvider, NoopMetrics, QueueMetrics, ReflectorMetrics, SyncMetrics};
 pub use reflector::{Reflector, ReflectorConfig, ReflectorError, ReflectorEvent};
 pub use selector::{LabelMatcher, SelectorError};
 pub use store::{Lister, Store};

@@ -16,6 +16,19 @@ pub trait MetricsProvider: Send + Sync + 'static {
         let _ = resource;
         Arc::new(NoopMetrics)
     }
+
+    /// Sink for the syncs of `controller` (for example `replicaset`).
+    fn sync_metrics(&self, controller: &str) -> Arc<dyn SyncMetrics> {
+        let _ = controller;
+        Arc::new(NoopMetrics)
+    }
+}
+
+/// How long each sync of a controller took, and whether it succeeded.
+pub trait SyncMetrics: Send + Sync + 'static {
+    fn sync(&self, elapsed: Duration, ok: bool) {
+        let _ = (elapsed, ok);
+    }
 }
 
 /// The workqueue metrics kube-controller-manager exports, named as upstream does:
@@ -63,3 +76,4 @@ pub struct NoopMetrics;
 impl MetricsProvider for NoopMetrics {}
 impl QueueMetrics for NoopMetrics {}
 impl ReflectorMetrics for NoopMetrics {}
+impl SyncMetrics for NoopMetrics {}

@@ -6,12 +6,14 @@ use controller::{
     EventRecorder, Expectations, KubePodControl, PodControl, SystemClock,
     events::TYPE_WARNING,
     index::{POD_OWNER_INDEX, orphans_in, owned_by, pod_owner_index},
+    pod_control::NoWrites,
     pod_control::object_reference,
     pod_util::controller_of,
+    shadow::ShadowState,
 };
 use informer::{
     HandlerRegistration, HasSynced, InformerOptions, MetricsProvider, ObjectKey, SharedInformer,
-    SharedInformerFactory, WorkQueue,
+    SharedInformerFactory, SyncMetrics, WorkQueue,
     store::{CONTROLLER_UID_INDEX, controller_uid_index},
     wait_for_cache_sync,
 };
@@ -23,6 +25,7 @@ use crate::{
     executor::{Executor, SyncError},
     handlers::{Handlers, PodHandler, ReplicaSetHandler},
     plan::{BURST_REPLICAS, PlanError, SyncInput, owner, plan_sync, selector},
+    shadow,
 };
 
 /// Workers per controller (kube-controller-manager `--concurrent-replicaset-syncs` default).
@@ -38,6 +41,8 @@ pub const REASON_INVALID_SELECTOR: &str = "InvalidSelector";
 pub struct ReplicaSetOptions {
     pub workers: usize,
     pub burst_replicas: usize,
+    /// Testing only (shadow mode's self-check): plan as if minReadySeconds were 0.
+    pub ignore_min_ready_seconds: bool,
 }
 
 impl Default for ReplicaSetOptions {
@@ -45,6 +50,7 @@ impl Default for ReplicaSetOptions {
         Self {
             workers: DEFAULT_WORKERS,
             burst_replicas: BURST_REPLICAS,
+            ignore_min_ready_seconds: false,
         }
     }
 }
@@ -58,6 +64,9 @@ pub struct ReplicaSetController<P> {
     executor: Executor<P>,
     recorder: EventRecorder,
     options: ReplicaSetOptions,
+    sync_metrics: Arc<dyn SyncMetrics>,
+    /// Set in shadow mode: plans are compared with what upstream did instead of executed.
+    shadow: Option<Arc<ShadowState>>,
 }
 
 impl<P> std::fmt::Debug for ReplicaSetController<P> {
@@ -65,6 +74,29 @@ impl<P> std::fmt::Debug for ReplicaSetController<P> {
         f.debug_struct("ReplicaSetController")
             .field("options", &self.options)
             .finish_non_exhaustive()
+    }
+}
+
+impl ReplicaSetController<NoWrites> {
+    /// A read-only controller for shadow mode: it plans every sync and records in `state` where the
+    /// plan disagrees with what upstream's controller did. Nothing here can write.
+    pub fn shadow(
+        factory: &SharedInformerFactory,
+        client: Client,
+        state: Arc<ShadowState>,
+        options: ReplicaSetOptions,
+        metrics: &dyn MetricsProvider,
+    ) -> Self {
+        let mut c = Self::with_control(
+            factory,
+            client,
+            NoWrites,
+            EventRecorder::in_memory(),
+            options,
+            metrics,
+        );
+        c.shadow = Some(state);
+        c
     }
 }
 
@@ -113,6 +145,7 @@ impl<P: PodControl> ReplicaSetController<P> {
             expectations,
             clock: Arc::new(SystemClock),
         };
+        let sync_metrics = metrics.sync_metrics(QUEUE_NAME);
         Self {
             handlers,
             replica_sets,
@@ -121,6 +154,8 @@ impl<P: PodControl> ReplicaSetController<P> {
             executor,
             recorder,
             options,
+            sync_metrics,
+            shadow: None,
         }
     }
 
@@ -157,7 +192,10 @@ impl<P: PodControl> ReplicaSetController<P> {
     async fn worker(&self) {
         let queue = &self.handlers.queue;
         while let Some(key) = queue.get().await {
-            match self.sync(&key).await {
+            let started = tokio::time::Instant::now();
+            let result = self.sync(&key).await;
+            self.sync_metrics.sync(started.elapsed(), result.is_ok());
+            match result {
                 Ok(requeue) => {
                     queue.forget(&key);
                     if let Some(after) = requeue {
@@ -176,10 +214,15 @@ impl<P: PodControl> ReplicaSetController<P> {
     /// One sync of the ReplicaSet at `key` (upstream `syncReplicaSet`).
     pub async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
         let started = tokio::time::Instant::now();
-        let Some(rs) = self.handlers.replica_sets.get(key.namespace(), key.name()) else {
+        let Some(mut rs) = self.handlers.replica_sets.get(key.namespace(), key.name()) else {
             self.handlers.expectations.delete(key.as_str());
             return Ok(None);
         };
+        if self.options.ignore_min_ready_seconds
+            && let Some(spec) = Arc::make_mut(&mut rs).spec.as_mut()
+        {
+            spec.min_ready_seconds = Some(0);
+        }
         let satisfied = self.handlers.expectations.satisfied(key.as_str());
         let candidates = self.candidates(&rs);
         let input = SyncInput {
@@ -202,6 +245,15 @@ impl<P: PodControl> ReplicaSetController<P> {
                 return Ok(None);
             }
         };
+        if let Some(state) = &self.shadow {
+            let differences = shadow::differences(&rs, &plan);
+            return Ok(state.observe(
+                COMPONENT,
+                key.as_str(),
+                shadow::fingerprint(&rs, &candidates),
+                differences,
+            ));
+        }
         let result = self.executor.execute(&rs, plan).await;
         tracing::debug!(replica_set = %key, elapsed = ?started.elapsed(), "finished syncing");
         result

@@ -21,6 +21,7 @@ pub mod controller;
 pub mod executor;
 pub mod handlers;
 pub mod plan;
+pub mod shadow;
 pub mod status;
 
 pub use controller::{DEFAULT_WORKERS, ReplicaSetController, ReplicaSetOptions};

@@ -1,0 +1,315 @@
+//! Prometheus metrics (prometheus-client): the informer crate's metric traits implemented with
+//! upstream's names, plus kcm-rs's own.
+
+use std::{
+    sync::{Arc, atomic::AtomicU64},
+    time::Duration,
+};
+
+use informer::{MetricsProvider, QueueMetrics, ReflectorMetrics, SyncMetrics};
+use parking_lot::Mutex;
+use prometheus_client::{
+    encoding::{EncodeLabelSet, text::encode},
+    metrics::{
+        counter::Counter,
+        family::Family,
+        gauge::Gauge,
+        histogram::{Histogram, exponential_buckets},
+    },
+    registry::Registry,
+};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NameLabel {
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResourceLabel {
+    pub resource: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerLabel {
+    pub controller: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SyncLabel {
+    pub controller: String,
+    pub result: String,
+}
+
+type Hist<L> = Family<L, Histogram, fn() -> Histogram>;
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// Upstream's workqueue latency buckets: 10 ns to 10 s, a decade each (component-base workqueue metrics).
+fn queue_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(1e-8, 10.0, 10))
+}
+
+/// Sync duration buckets: 1 ms to ~16 s.
+fn sync_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 15))
+}
+
+/// Every metric kcm-rs exports. Cloning shares them.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Arc<Mutex<Registry>>,
+    depth: Family<NameLabel, Gauge>,
+    adds: Family<NameLabel, Counter>,
+    queue_duration: Hist<NameLabel>,
+    work_duration: Hist<NameLabel>,
+    unfinished: Family<NameLabel, FloatGauge>,
+    longest: Family<NameLabel, FloatGauge>,
+    retries: Family<NameLabel, Counter>,
+    lists: Family<ResourceLabel, Counter>,
+    list_errors: Family<ResourceLabel, Counter>,
+    watches: Family<ResourceLabel, Counter>,
+    watch_errors: Family<ResourceLabel, Counter>,
+    watch_events: Family<ResourceLabel, Counter>,
+    sync_duration: Hist<SyncLabel>,
+    /// `leader_election_master_status{name}`: 1 while this instance leads.
+    pub leader: Family<NameLabel, Gauge>,
+    /// `kcm_rs_shadow_divergences_total{controller}`.
+    pub shadow_divergences: Family<ControllerLabel, Counter>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let m = Metrics {
+            registry: Arc::new(Mutex::new(Registry::default())),
+            depth: Family::default(),
+            adds: Family::default(),
+            queue_duration: Family::new_with_constructor(queue_buckets),
+            work_duration: Family::new_with_constructor(queue_buckets),
+            unfinished: Family::default(),
+            longest: Family::default(),
+            retries: Family::default(),
+            lists: Family::default(),
+            list_errors: Family::default(),
+            watches: Family::default(),
+            watch_errors: Family::default(),
+            watch_events: Family::default(),
+            sync_duration: Family::new_with_constructor(sync_buckets),
+            leader: Family::default(),
+            shadow_divergences: Family::default(),
+        };
+        let mut r = m.registry.lock();
+        r.register("workqueue_depth", "Current depth of workqueue", m.depth.clone());
+        r.register(
+            "workqueue_adds",
+            "Total number of adds handled by workqueue",
+            m.adds.clone(),
+        );
+        r.register(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            m.queue_duration.clone(),
+        );
+        r.register(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes",
+            m.work_duration.clone(),
+        );
+        r.register(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been observed by work_duration",
+            m.unfinished.clone(),
+        );
+        r.register(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running",
+            m.longest.clone(),
+        );
+        r.register(
+            "workqueue_retries",
+            "Total number of retries handled by workqueue",
+            m.retries.clone(),
+        );
+        r.register(
+            "kcm_rs_reflector_lists",
+            "Full lists (LIST or streaming list) taken by reflectors",
+            m.lists.clone(),
+        );
+        r.register(
+            "kcm_rs_reflector_list_errors",
+            "Failed lists",
+            m.list_errors.clone(),
+        );
+        r.register(
+            "kcm_rs_reflector_watches",
+            "Watches started by reflectors",
+            m.watches.clone(),
+        );
+        r.register(
+            "kcm_rs_reflector_watch_errors",
+            "Failed or refused watches",
+            m.watch_errors.clone(),
+        );
+        r.register(
+            "kcm_rs_reflector_watch_events",
+            "Events received on watches",
+            m.watch_events.clone(),
+        );
+        r.register(
+            "kcm_rs_controller_sync_duration_seconds",
+            "How long one sync of an object took, by controller and result",
+            m.sync_duration.clone(),
+        );
+        r.register(
+            "leader_election_master_status",
+            "1 while this instance is the leader, 0 otherwise",
+            m.leader.clone(),
+        );
+        r.register(
+            "kcm_rs_shadow_divergences",
+            "Objects on which shadow mode disagreed with upstream, by controller",
+            m.shadow_divergences.clone(),
+        );
+        drop(r);
+        m
+    }
+
+    /// The Prometheus text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        encode(&mut out, &self.registry.lock()).expect("writing to a String cannot fail");
+        out
+    }
+}
+
+struct Queue {
+    m: Metrics,
+    label: NameLabel,
+}
+
+impl QueueMetrics for Queue {
+    fn add(&self, depth: usize) {
+        self.m.adds.get_or_create(&self.label).inc();
+        self.m
+            .depth
+            .get_or_create(&self.label)
+            .set(i64::try_from(depth).unwrap_or(i64::MAX));
+    }
+    fn get(&self, depth: usize, queued_for: Duration) {
+        self.m
+            .depth
+            .get_or_create(&self.label)
+            .set(i64::try_from(depth).unwrap_or(i64::MAX));
+        self.m
+            .queue_duration
+            .get_or_create(&self.label)
+            .observe(queued_for.as_secs_f64());
+    }
+    fn done(&self, worked_for: Duration) {
+        self.m
+            .work_duration
+            .get_or_create(&self.label)
+            .observe(worked_for.as_secs_f64());
+    }
+    fn retry(&self) {
+        self.m.retries.get_or_create(&self.label).inc();
+    }
+    fn unfinished_work(&self, total_seconds: f64, longest_seconds: f64) {
+        self.m.unfinished.get_or_create(&self.label).set(total_seconds);
+        self.m.longest.get_or_create(&self.label).set(longest_seconds);
+    }
+}
+
+struct Reflector {
+    m: Metrics,
+    label: ResourceLabel,
+}
+
+impl ReflectorMetrics for Reflector {
+    fn list(&self, _items: usize) {
+        self.m.lists.get_or_create(&self.label).inc();
+    }
+    fn list_error(&self) {
+        self.m.list_errors.get_or_create(&self.label).inc();
+    }
+    fn watch(&self) {
+        self.m.watches.get_or_create(&self.label).inc();
+    }
+    fn watch_error(&self) {
+        self.m.watch_errors.get_or_create(&self.label).inc();
+    }
+    fn watch_events(&self, events: usize) {
+        self.m
+            .watch_events
+            .get_or_create(&self.label)
+            .inc_by(u64::try_from(events).unwrap_or(u64::MAX));
+    }
+}
+
+struct Sync {
+    m: Metrics,
+    controller: String,
+}
+
+impl SyncMetrics for Sync {
+    fn sync(&self, elapsed: Duration, ok: bool) {
+        let label = SyncLabel {
+            controller: self.controller.clone(),
+            result: if ok { "success" } else { "error" }.into(),
+        };
+        self.m
+            .sync_duration
+            .get_or_create(&label)
+            .observe(elapsed.as_secs_f64());
+    }
+}
+
+impl MetricsProvider for Metrics {
+    fn queue_metrics(&self, name: &str) -> Arc<dyn QueueMetrics> {
+        Arc::new(Queue {
+            m: self.clone(),
+            label: NameLabel { name: name.into() },
+        })
+    }
+    fn reflector_metrics(&self, resource: &str) -> Arc<dyn ReflectorMetrics> {
+        Arc::new(Reflector {
+            m: self.clone(),
+            label: ResourceLabel {
+                resource: resource.into(),
+            },
+        })
+    }
+    fn sync_metrics(&self, controller: &str) -> Arc<dyn SyncMetrics> {
+        Arc::new(Sync {
+            m: self.clone(),
+            controller: controller.into(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposes_upstreams_workqueue_names() {
+        let m = Metrics::new();
+        let q = m.queue_metrics("replicaset");
+        q.add(1);
+        q.get(0, Duration::from_millis(3));
+        q.retry();
+        let text = m.encode();
+        for name in [
+            "workqueue_depth{name=\"replicaset\"}",
+            "workqueue_adds_total{name=\"replicaset\"}",
+            "workqueue_queue_duration_seconds_bucket",
+            "workqueue_retries_total{name=\"replicaset\"}",
+        ] {
+            assert!(text.contains(name), "{name} missing from:\n{text}");
+        }
+    }
+}

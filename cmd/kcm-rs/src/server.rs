@@ -1,0 +1,176 @@
+//! /healthz, /livez, /readyz, /metrics and /debug/shadow (axum).
+
+use std::{net::SocketAddr, sync::Arc, time::Duration};
+
+use axum::{
+    Json, Router,
+    extract::{Path, State},
+    http::{StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use controller::shadow::ShadowState;
+use leaderelection::LeaderElector;
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
+
+/// How long past the lease duration a leader may go without renewing before /healthz fails
+/// (kube-controller-manager: 20 s).
+pub const LEADER_ELECTION_HEALTH_TOLERANCE: Duration = Duration::from_secs(20);
+
+type SyncedFn = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// What the health endpoints look at. Filled in as the process starts.
+#[derive(Default)]
+pub struct Health {
+    elector: Mutex<Option<Arc<LeaderElector>>>,
+    /// Controllers running in this process, with a check that their caches have synced.
+    controllers: Mutex<Vec<(String, SyncedFn)>>,
+}
+
+impl std::fmt::Debug for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Health").finish_non_exhaustive()
+    }
+}
+
+impl Health {
+    pub fn set_elector(&self, e: Arc<LeaderElector>) {
+        *self.elector.lock() = Some(e);
+    }
+
+    pub fn add_controller(&self, name: &str, synced: impl Fn() -> bool + Send + Sync + 'static) {
+        self.controllers.lock().push((name.to_owned(), Arc::new(synced)));
+    }
+
+    /// The named checks and their results, as kube-controller-manager's healthz lists them.
+    async fn checks(&self) -> Vec<(String, bool)> {
+        let mut out = vec![("ping".to_owned(), true)];
+        let elector = self.elector.lock().clone();
+        if let Some(e) = elector {
+            out.push((
+                "leaderElection".to_owned(),
+                e.healthy(LEADER_ELECTION_HEALTH_TOLERANCE).await,
+            ));
+        }
+        for (name, _) in self.controllers.lock().iter() {
+            out.push((name.clone(), true));
+        }
+        out
+    }
+
+    /// Ready when every running controller's caches have synced. A standby replica (not leading, so
+    /// running no controller) is ready too, so that rollouts of a replicated Deployment proceed.
+    fn ready(&self) -> (bool, String) {
+        let controllers = self.controllers.lock();
+        if controllers.is_empty() {
+            return (true, "ok (no controller running here: standby)".into());
+        }
+        let waiting: Vec<&str> = controllers
+            .iter()
+            .filter(|(_, synced)| !synced())
+            .map(|(n, _)| n.as_str())
+            .collect();
+        if waiting.is_empty() {
+            (true, "ok".into())
+        } else {
+            (false, format!("informers not synced: {}", waiting.join(", ")))
+        }
+    }
+}
+
+#[derive(Clone)]
+struct AppState {
+    health: Arc<Health>,
+    metrics: Metrics,
+    shadow: Option<Arc<ShadowState>>,
+}
+
+/// Serves until `cancel` fires.
+pub async fn serve(
+    addr: SocketAddr,
+    health: Arc<Health>,
+    metrics: Metrics,
+    shadow: Option<Arc<ShadowState>>,
+    cancel: CancellationToken,
+) -> anyhow::Result<()> {
+    let app = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/livez", get(healthz))
+        .route("/healthz/{check}", get(one_check))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
+        .route("/debug/shadow", get(shadow_report))
+        .with_state(AppState {
+            health,
+            metrics,
+            shadow,
+        });
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("--bind-address/--secure-port {addr}: {e}"))?;
+    tracing::info!(%addr, "serving /healthz, /livez, /readyz, /metrics");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { cancel.cancelled().await })
+        .await?;
+    Ok(())
+}
+
+async fn healthz(State(s): State<AppState>) -> Response {
+    let checks = s.health.checks().await;
+    if checks.iter().all(|(_, ok)| *ok) {
+        return (StatusCode::OK, "ok").into_response();
+    }
+    let mut body = String::new();
+    for (name, ok) in &checks {
+        body.push_str(&if *ok {
+            format!("[+]{name} ok\n")
+        } else {
+            format!("[-]{name} failed: reason withheld\n")
+        });
+    }
+    body.push_str("healthz check failed\n");
+    (StatusCode::INTERNAL_SERVER_ERROR, body).into_response()
+}
+
+async fn one_check(State(s): State<AppState>, Path(check): Path<String>) -> Response {
+    match s.health.checks().await.into_iter().find(|(n, _)| *n == check) {
+        Some((_, true)) => (StatusCode::OK, "ok").into_response(),
+        Some((_, false)) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("internal server error: {check} failed"),
+        )
+            .into_response(),
+        None => (StatusCode::NOT_FOUND, format!("no check named {check:?}")).into_response(),
+    }
+}
+
+async fn readyz(State(s): State<AppState>) -> Response {
+    let (ok, text) = s.health.ready();
+    (
+        if ok {
+            StatusCode::OK
+        } else {
+            StatusCode::INTERNAL_SERVER_ERROR
+        },
+        text,
+    )
+        .into_response()
+}
+
+async fn metrics_text(State(s): State<AppState>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        s.metrics.encode(),
+    )
+        .into_response()
+}
+
+async fn shadow_report(State(s): State<AppState>) -> Response {
+    match &s.shadow {
+        Some(state) => Json(state.current()).into_response(),
+        None => (StatusCode::NOT_FOUND, "shadow mode is off (--shadow)").into_response(),
+    }
+}

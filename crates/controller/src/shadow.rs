@@ -1,0 +1,133 @@
+//! Shadow mode's bookkeeping: which objects a read-only controller disagrees with upstream about,
+//! reported only once an object has stayed unchanged for the settle time (upstream may simply not
+//! have caught up yet).
+
+use std::{collections::BTreeMap, time::Duration};
+
+use parking_lot::Mutex;
+use serde::Serialize;
+use tokio::time::Instant;
+
+/// A reported disagreement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Divergence {
+    pub controller: String,
+    /// `namespace/name` of the object.
+    pub object: String,
+    /// One line per field: what upstream shows and what kcm-rs computed, or what kcm-rs would do.
+    pub differences: Vec<String>,
+}
+
+struct Pending {
+    fingerprint: u64,
+    since: Instant,
+}
+
+/// The divergences of every shadowed controller.
+pub struct ShadowState {
+    settle: Duration,
+    pending: Mutex<BTreeMap<(String, String), Pending>>,
+    current: Mutex<BTreeMap<(String, String), Divergence>>,
+    /// Called once per newly reported divergence (the binary counts them in a metric).
+    on_report: Box<dyn Fn(&Divergence) + Send + Sync>,
+}
+
+impl std::fmt::Debug for ShadowState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShadowState")
+            .field("settle", &self.settle)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ShadowState {
+    pub fn new(settle: Duration, on_report: impl Fn(&Divergence) + Send + Sync + 'static) -> Self {
+        Self {
+            settle,
+            pending: Mutex::default(),
+            current: Mutex::default(),
+            on_report: Box::new(on_report),
+        }
+    }
+
+    /// Records what a sync found for `object`, whose state (the object and what it owns) hashes to
+    /// `fingerprint`. Returns when to look again, if the object has to settle first.
+    pub fn observe(
+        &self,
+        controller: &str,
+        object: &str,
+        fingerprint: u64,
+        differences: Vec<String>,
+    ) -> Option<Duration> {
+        let key = (controller.to_owned(), object.to_owned());
+        if differences.is_empty() {
+            self.pending.lock().remove(&key);
+            self.current.lock().remove(&key);
+            return None;
+        }
+        let mut pending = self.pending.lock();
+        let p = pending.entry(key.clone()).or_insert(Pending {
+            fingerprint,
+            since: Instant::now(),
+        });
+        if p.fingerprint != fingerprint {
+            *p = Pending {
+                fingerprint,
+                since: Instant::now(),
+            };
+        }
+        let settled_for = p.since.elapsed();
+        if settled_for < self.settle {
+            return Some(self.settle - settled_for);
+        }
+        drop(pending);
+        let divergence = Divergence {
+            controller: controller.to_owned(),
+            object: object.to_owned(),
+            differences,
+        };
+        let mut current = self.current.lock();
+        if current.get(&key) != Some(&divergence) {
+            tracing::warn!(controller, object, differences = ?divergence.differences, "shadow: kcm-rs disagrees with upstream");
+            (self.on_report)(&divergence);
+            current.insert(key, divergence);
+        }
+        None
+    }
+
+    /// The divergences standing now.
+    pub fn current(&self) -> Vec<Divergence> {
+        self.current.lock().values().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    };
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn reports_only_after_the_object_settles() {
+        let reported = Arc::new(AtomicUsize::new(0));
+        let r = reported.clone();
+        let s = ShadowState::new(Duration::from_secs(10), move |_| {
+            r.fetch_add(1, Ordering::SeqCst);
+        });
+        let diff = || vec!["status.availableReplicas: upstream 0, kcm-rs 3".to_owned()];
+        assert_eq!(s.observe("rs", "ns/a", 1, diff()), Some(Duration::from_secs(10)));
+        tokio::time::advance(Duration::from_secs(6)).await;
+        // The object changed: the clock starts again.
+        assert_eq!(s.observe("rs", "ns/a", 2, diff()), Some(Duration::from_secs(10)));
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert_eq!(s.observe("rs", "ns/a", 2, diff()), None);
+        assert_eq!(s.current().len(), 1);
+        s.observe("rs", "ns/a", 2, diff());
+        assert_eq!(reported.load(Ordering::SeqCst), 1, "reported once");
+        s.observe("rs", "ns/a", 3, vec![]);
+        assert!(s.current().is_empty(), "agreement clears it");
+    }
+}
