@@ -14,6 +14,6 @@ trap '"$here/cluster.sh" down' EXIT
 "$here/cluster.sh" up --mode reference
 eval "$("$here/cluster.sh" env)"
 $cargo test -p kcm-rs-e2e -- --test-threads=4 --skip disruptive_
-for suite in informer_disruptive replicaset; do
+for suite in informer_disruptive replicaset shadow rbac leader_election; do
   $cargo test -p kcm-rs-e2e --test "$suite" -- --test-threads=1
 done

@@ -133,6 +133,58 @@ impl Cluster {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Runs the control plane's kubectl with the admin kubeconfig; panics with its output on failure.
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        let env = std::fs::read_to_string(self.run_dir.join("cluster.env")).expect("cluster.env");
+        let bin = env_value(&env, "KCM_RS_KUBE_BIN").expect("KCM_RS_KUBE_BIN in cluster.env");
+        let out = std::process::Command::new(Path::new(bin).join("kubectl"))
+            .arg(format!(
+                "--kubeconfig={}",
+                self.run_dir.join("kubeconfig").display()
+            ))
+            .args(args)
+            .output()
+            .expect("running kubectl");
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A kubeconfig authenticating as ServiceAccount `namespace/name` with a fresh token (TokenRequest),
+    /// written into the run directory.
+    pub fn service_account_kubeconfig(&self, namespace: &str, name: &str) -> PathBuf {
+        let token = self.kubectl(&["create", "token", name, "-n", namespace, "--duration=2h"]);
+        let admin = std::fs::read_to_string(self.run_dir.join("kubeconfig")).expect("kubeconfig");
+        let server = admin
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("server: "))
+            .expect("server in kubeconfig");
+        let path = self.run_dir.join(format!("kubeconfig-{namespace}-{name}"));
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\nusers:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: sa\n  context: {{cluster: local, user: {name}}}\ncurrent-context: sa\n",
+            ca = self.run_dir.join("pki/ca.crt").display(),
+            token = token.trim()
+        );
+        std::fs::write(&path, text).expect("writing a kubeconfig");
+        path
+    }
+
+    /// Applies the shipped `deploy/namespace.yaml` and `deploy/rbac.yaml`.
+    pub fn apply_shipped_rbac(&self) {
+        let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+        self.kubectl(&[
+            "apply",
+            "-f",
+            &deploy.join("namespace.yaml").display().to_string(),
+            "-f",
+            &deploy.join("rbac.yaml").display().to_string(),
+        ]);
+    }
+
     /// The last lines of every component's log, for failure messages.
     pub fn log_tails(&self) -> String {
         log_tails(&self.run_dir)

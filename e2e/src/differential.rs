@@ -41,10 +41,25 @@ impl std::fmt::Debug for Scenario {
 /// (replace mode), restores reference mode, and panics with a readable report if any outcome differs
 /// or any scenario failed.
 pub async fn run_differential(cluster: &Cluster, suite: &str, kcm_rs_args: &[&str], scenarios: &[Scenario]) {
+    run_differential_as(cluster, suite, kcm_rs_args, None, scenarios).await;
+}
+
+/// [`run_differential`] with kcm-rs using `kubeconfig` (for example a ServiceAccount's token bound to
+/// the shipped ClusterRole) instead of the cluster admin's.
+pub async fn run_differential_as(
+    cluster: &Cluster,
+    suite: &str,
+    kcm_rs_args: &[&str],
+    kubeconfig: Option<std::path::PathBuf>,
+    scenarios: &[Scenario],
+) {
     cluster.hack(&["mode", "reference"]);
     let reference = run_all(cluster, scenarios, "upstream").await;
     cluster.hack(&["mode", "replace"]);
-    let kcm_rs = KcmRs::start(cluster, suite, kcm_rs_args).await;
+    let kcm_rs = KcmRs::spawn(cluster, suite, kcm_rs_args, kubeconfig);
+    kcm_rs
+        .wait_log("caches synced", std::time::Duration::from_secs(60))
+        .await;
     let ours = run_all(cluster, scenarios, "kcm-rs").await;
     let tail = kcm_rs.log_tail();
     let status = kcm_rs.stop();

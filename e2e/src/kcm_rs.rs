@@ -16,12 +16,23 @@ const READY_LINE: &str = "caches synced";
 pub struct KcmRs {
     child: Child,
     pub log: PathBuf,
+    /// Where it serves /healthz, /readyz, /metrics and /debug/shadow (127.0.0.1).
+    pub port: u16,
 }
 
 impl KcmRs {
-    /// Starts `kcm-rs --kubeconfig <cluster's> ARGS`, logging to `<run dir>/logs/kcm-rs-<name>.log`,
-    /// and waits until its controllers' caches have synced.
+    /// Starts kcm-rs and waits until its controllers' caches have synced. See [`KcmRs::spawn`].
     pub async fn start(cluster: &Cluster, name: &str, args: &[&str]) -> KcmRs {
+        let me = KcmRs::spawn(cluster, name, args, None);
+        me.wait_log(READY_LINE, Duration::from_secs(60)).await;
+        me
+    }
+
+    /// Starts `kcm-rs` against the cluster, logging to `<run dir>/logs/kcm-rs-<name>.log`. It gets the
+    /// cluster's admin kubeconfig (or `kubeconfig`), serves on a free loopback port, uses the same
+    /// client rate limits as the cluster's upstream kube-controller-manager, and runs without leader
+    /// election; `args` come last and override any of these.
+    pub fn spawn(cluster: &Cluster, name: &str, args: &[&str], kubeconfig: Option<PathBuf>) -> KcmRs {
         let bin = std::env::var_os("KCM_RS_BIN").map_or_else(
             || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/kcm-rs"),
             PathBuf::from,
@@ -33,9 +44,17 @@ impl KcmRs {
         );
         let log = cluster.run_dir.join("logs").join(format!("kcm-rs-{name}.log"));
         let out = std::fs::File::create(&log).expect("kcm-rs log file");
+        let port = free_port();
+        let kubeconfig = kubeconfig.unwrap_or_else(|| cluster.run_dir.join("kubeconfig"));
         let child = Command::new(&bin)
-            .arg("--kubeconfig")
-            .arg(cluster.run_dir.join("kubeconfig"))
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .args([
+                "--bind-address=127.0.0.1",
+                "--kube-api-qps=100",
+                "--kube-api-burst=200",
+                "--leader-elect=false",
+            ])
+            .arg(format!("--secure-port={port}"))
             .args(args)
             .env(
                 "RUST_LOG",
@@ -46,31 +65,72 @@ impl KcmRs {
             .stderr(out)
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
-        let mut me = KcmRs { child, log };
-        let log = me.log.clone();
-        wait_for("kcm-rs to sync its caches", Duration::from_secs(60), || {
-            let exited = me.child.try_wait().ok().flatten();
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
+        KcmRs { child, log, port }
+    }
+
+    /// Waits until the log contains `needle`; fails if the process exits first.
+    pub async fn wait_log(&self, needle: &str, timeout: Duration) {
+        let pid = self.child.id();
+        wait_for(&format!("kcm-rs (pid {pid}) to log {needle:?}"), timeout, || {
+            let text = self.log_text();
+            let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
             async move {
-                if let Some(status) = exited {
-                    panic!("kcm-rs exited early ({status}); its log:\n{text}");
-                }
-                if text.contains(READY_LINE) {
+                if text.contains(needle) {
                     Ok(())
+                } else if !alive {
+                    panic!("kcm-rs exited before logging {needle:?}; its log:\n{text}");
                 } else {
                     Err("not yet")
                 }
             }
         })
         .await;
-        me
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The identity it logged at start-up (its leader-election identity).
+    pub fn identity(&self) -> Option<String> {
+        let text = self.log_text();
+        let line = text.lines().find(|l| l.contains(" identity identity="))?;
+        Some(line.rsplit("identity=").next()?.trim().to_owned())
     }
 
     /// The last lines of its log.
     pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let text = self.log_text();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+
+    /// GET `path` on its endpoint server: (HTTP status, body).
+    pub fn http_get(&self, path: &str) -> (u16, String) {
+        let out = Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "-",
+                "-w",
+                "\n%{http_code}",
+                &format!("http://127.0.0.1:{}{path}", self.port),
+            ])
+            .output()
+            .expect("curl");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+        (code.trim().parse().unwrap_or(0), body.to_owned())
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// kill -9, as a crash would.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Stops it with SIGTERM and returns its exit status.
@@ -87,7 +147,7 @@ impl KcmRs {
             .arg(self.child.id().to_string())
             .stderr(Stdio::null())
             .status();
-        for _ in 0..100 {
+        for _ in 0..400 {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return status;
             }
@@ -102,4 +162,11 @@ impl Drop for KcmRs {
     fn drop(&mut self) {
         self.terminate();
     }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
 }

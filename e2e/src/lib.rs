@@ -8,6 +8,7 @@ pub mod differential;
 mod kcm_rs;
 mod namespace;
 pub mod pods;
+pub mod replicaset_scenarios;
 mod wait;
 
 pub use cluster::{Cluster, Mode};

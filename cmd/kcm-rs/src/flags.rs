@@ -40,7 +40,7 @@ pub enum ShadowPerturbation {
 /// in Rust. It runs the controllers that are enabled and implemented, behind one leader election,
 /// and serves /healthz, /livez, /readyz and /metrics.
 #[derive(Debug, Parser)]
-#[command(name = "kcm-rs", version, about, long_about = None, max_term_width = 110)]
+#[command(name = "kcm-rs", version, about, long_about = None, max_term_width = 110, args_override_self = true)]
 pub struct Args {
     /// Path to kubeconfig file with authorization and master location information. Without it:
     /// in-cluster configuration, then $KUBECONFIG, then ~/.kube/config.

@@ -104,6 +104,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         ))
     });
 
+    let identity = identity();
+    tracing::info!(%identity, "identity");
     // Leader election. Shadow mode writes nothing, not even a lease, so it runs without one.
     let elector = if args.leader_elect && !args.shadow {
         match args.leader_elect_mode {
@@ -111,7 +113,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let mut cfg = LeaderElectionConfig::new(
                     &args.leader_elect_resource_namespace,
                     &args.leader_elect_resource_name,
-                    identity(),
+                    identity.clone(),
                 );
                 cfg.lease_duration = args.leader_elect_lease_duration;
                 cfg.renew_deadline = args.leader_elect_renew_deadline;
@@ -155,6 +157,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         let options = ReplicaSetOptions {
             workers: args.concurrent_replicaset_syncs,
             ignore_min_ready_seconds: args.shadow_perturb == Some(ShadowPerturbation::IgnoreMinReadySeconds),
+            instance: identity.clone(),
             ..ReplicaSetOptions::default()
         };
         match &shadow {

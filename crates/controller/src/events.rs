@@ -51,10 +51,16 @@ pub struct EventRecorder {
 }
 
 impl EventRecorder {
-    /// A recorder writing to the API server as `component`. Must be created inside a tokio runtime.
-    pub fn new(client: Client, component: &str) -> Self {
+    /// A recorder writing to the API server as `component`, from `instance` (this process's
+    /// identity, in each event's reportingInstance). Must be created inside a tokio runtime.
+    pub fn new(client: Client, component: &str, instance: &str) -> Self {
         let (tx, rx) = mpsc::channel(EVENT_QUEUE_LENGTH);
-        tokio::spawn(write_events(client, component.to_owned(), rx));
+        tokio::spawn(write_events(
+            client,
+            component.to_owned(),
+            instance.to_owned(),
+            rx,
+        ));
         EventRecorder {
             tx: Some(tx),
             recorded: None,
@@ -107,7 +113,12 @@ struct Bucket {
     last: Instant,
 }
 
-async fn write_events(client: Client, component: String, mut rx: mpsc::Receiver<EventRecord>) {
+async fn write_events(
+    client: Client,
+    component: String,
+    instance: String,
+    mut rx: mpsc::Receiver<EventRecord>,
+) {
     let mut buckets: AHashMap<String, Bucket> = AHashMap::new();
     // Identical events seen before: key -> (event name, namespace, count).
     let mut seen: AHashMap<String, (String, String, i32)> = AHashMap::new();
@@ -174,7 +185,7 @@ async fn write_events(client: Client, component: String, mut rx: mpsc::Receiver<
             last_timestamp: Some(stamp),
             count: Some(1),
             reporting_component: Some(component.clone()),
-            reporting_instance: Some(component.clone()),
+            reporting_instance: Some(instance.clone()),
             ..Event::default()
         };
         match api.create(&PostParams::default(), &event).await {

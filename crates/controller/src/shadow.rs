@@ -95,6 +95,13 @@ impl ShadowState {
         None
     }
 
+    /// Forgets an object that no longer exists.
+    pub fn forget(&self, controller: &str, object: &str) {
+        let key = (controller.to_owned(), object.to_owned());
+        self.pending.lock().remove(&key);
+        self.current.lock().remove(&key);
+    }
+
     /// The divergences standing now.
     pub fn current(&self) -> Vec<Divergence> {
         self.current.lock().values().cloned().collect()

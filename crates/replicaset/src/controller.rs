@@ -43,6 +43,8 @@ pub struct ReplicaSetOptions {
     pub burst_replicas: usize,
     /// Testing only (shadow mode's self-check): plan as if minReadySeconds were 0.
     pub ignore_min_ready_seconds: bool,
+    /// This process's identity, written as the reportingInstance of its events.
+    pub instance: String,
 }
 
 impl Default for ReplicaSetOptions {
@@ -51,6 +53,7 @@ impl Default for ReplicaSetOptions {
             workers: DEFAULT_WORKERS,
             burst_replicas: BURST_REPLICAS,
             ignore_min_ready_seconds: false,
+            instance: COMPONENT.to_owned(),
         }
     }
 }
@@ -108,7 +111,7 @@ impl ReplicaSetController<KubePodControl> {
         options: ReplicaSetOptions,
         metrics: &dyn MetricsProvider,
     ) -> Self {
-        let recorder = EventRecorder::new(client.clone(), COMPONENT);
+        let recorder = EventRecorder::new(client.clone(), COMPONENT, &options.instance);
         let control = KubePodControl::new(client.clone(), recorder.clone());
         Self::with_control(factory, client, control, recorder, options, metrics)
     }
@@ -216,6 +219,9 @@ impl<P: PodControl> ReplicaSetController<P> {
         let started = tokio::time::Instant::now();
         let Some(mut rs) = self.handlers.replica_sets.get(key.namespace(), key.name()) else {
             self.handlers.expectations.delete(key.as_str());
+            if let Some(state) = &self.shadow {
+                state.forget(COMPONENT, key.as_str());
+            }
             return Ok(None);
         };
         if self.options.ignore_min_ready_seconds

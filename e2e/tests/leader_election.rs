@@ -1,0 +1,161 @@
+//! Leader election on the real control plane with three kcm-rs replicas (replace mode): one leader
+//! at a time, only the leader writes, kill -9 fails over within the lease duration, SIGTERM hands over
+//! at once, and a leader that loses its lease exits non-zero.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::{apps::v1::ReplicaSet, coordination::v1::Lease, core::v1::Event};
+use kcm_rs_e2e::{Cluster, KcmRs, wait_for, with_namespace};
+use kube::{
+    Api,
+    api::{ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+
+const ACQUIRED: &str = "successfully acquired lease";
+/// kcm-rs's defaults (KCM's): lease 15 s, retry 2 s with up to 1.2x jitter.
+const LEASE: Duration = Duration::from_secs(15);
+const RETRY_JITTERED: Duration = Duration::from_millis(4400);
+
+fn leaders(replicas: &[KcmRs]) -> Vec<usize> {
+    replicas
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.log_text().contains(ACQUIRED))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+async fn wait_new_leader(replicas: &[KcmRs], timeout: Duration) -> usize {
+    wait_for("a replica to acquire the lease", timeout, || async {
+        match leaders(replicas).as_slice() {
+            [one] => Ok(*one),
+            other => Err(format!("leaders: {other:?}")),
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn disruptive_three_replicas_one_leader() {
+    let cluster = Cluster::connect().await;
+    cluster.hack(&["mode", "replace"]);
+    let lease_name = format!("kcm-rs-e2e-{}", std::process::id());
+    let args = [
+        "--controllers=replicaset-controller",
+        "--leader-elect=true",
+        &format!("--leader-elect-resource-name={lease_name}"),
+    ];
+    let mut replicas: Vec<KcmRs> = (0..3)
+        .map(|i| KcmRs::spawn(&cluster, &format!("le-{i}"), &args, None))
+        .collect();
+    let leader = wait_new_leader(&replicas, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(leaders(&replicas), [leader], "exactly one replica leads");
+    let identity = replicas[leader]
+        .identity()
+        .expect("the leader logged its identity");
+    let leases: Api<Lease> = Api::namespaced(cluster.client.clone(), "kube-system");
+    let holder = leases
+        .get(&lease_name)
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .holder_identity;
+    assert_eq!(
+        holder.as_deref(),
+        Some(identity.as_str()),
+        "the Lease names the leader"
+    );
+
+    with_namespace(cluster.clone(), "leader", |ns| async move {
+        let rs = kcm_rs_e2e::replicaset_scenarios::rs_manifest("web", 3, 0);
+        ns.api::<ReplicaSet>()
+            .create(&PostParams::default(), &rs)
+            .await
+            .unwrap();
+        let events: Api<Event> = ns.api();
+        let writers = wait_for("3 SuccessfulCreate events", Duration::from_secs(60), || async {
+            let list = events
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let creates: Vec<String> = list
+                .items
+                .iter()
+                .filter(|e| e.reason.as_deref() == Some("SuccessfulCreate"))
+                .map(|e| e.reporting_instance.clone().unwrap_or_default())
+                .collect();
+            if creates.len() >= 3 {
+                Ok(creates)
+            } else {
+                Err(format!("{} so far", creates.len()))
+            }
+        })
+        .await;
+        assert!(
+            writers.iter().all(|w| *w == identity),
+            "only the leader {identity} writes; writers: {writers:?}"
+        );
+
+        // kill -9 of the leader: another takes over once the lease expires by its own clock.
+        let killed_at = Instant::now();
+        replicas.remove(leader).kill();
+        let next = wait_new_leader(&replicas, Duration::from_secs(60)).await;
+        let failover = killed_at.elapsed();
+        println!("failover after kill -9: {failover:?}");
+        assert!(
+            failover <= LEASE + RETRY_JITTERED + Duration::from_secs(2),
+            "took over after {failover:?}"
+        );
+
+        // SIGTERM: the leader releases the lease; the last replica takes over at its next try.
+        let stopped_at = Instant::now();
+        let status = replicas.remove(next).stop();
+        assert!(status.success(), "graceful shutdown exits 0, got {status}");
+        let last = wait_new_leader(&replicas, Duration::from_secs(30)).await;
+        let handover = stopped_at.elapsed();
+        println!("handover after SIGTERM: {handover:?}");
+        assert!(
+            handover <= RETRY_JITTERED + Duration::from_secs(1),
+            "took over after {handover:?}"
+        );
+
+        // The new leader runs the controllers.
+        let patch = json!({"spec": {"replicas": 5}});
+        ns.api::<ReplicaSet>()
+            .patch("web", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+        wait_for(
+            "the ReplicaSet to reach 5 replicas",
+            Duration::from_secs(60),
+            || async {
+                let rs = ns
+                    .api::<ReplicaSet>()
+                    .get("web")
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let n = rs.status.map_or(0, |s| s.replicas);
+                if n == 5 { Ok(()) } else { Err(format!("{n} replicas")) }
+            },
+        )
+        .await;
+
+        // Someone else takes the lease: the leader cannot renew, stops and exits non-zero.
+        let grab = json!({"spec": {"holderIdentity": "intruder", "leaseDurationSeconds": 3600}});
+        leases
+            .patch(&lease_name, &PatchParams::default(), &Patch::Merge(&grab))
+            .await
+            .unwrap();
+        let survivor = replicas.remove(last);
+        survivor
+            .wait_log("leader election lost", Duration::from_secs(30))
+            .await;
+        let status = survivor.stop();
+        assert!(!status.success(), "a lost lease exits non-zero, got {status}");
+    })
+    .await;
+    cluster.hack(&["mode", "reference"]);
+}
