@@ -138,7 +138,11 @@ async fn disruptive_three_replicas_one_leader() {
                     .await
                     .map_err(|e| e.to_string())?;
                 let n = rs.status.map_or(0, |s| s.replicas);
-                if n == 5 { Ok(()) } else { Err(format!("{n} replicas")) }
+                if n == 5 {
+                    Ok(())
+                } else {
+                    Err(format!("{n} replicas"))
+                }
             },
         )
         .await;
