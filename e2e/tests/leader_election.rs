@@ -2,7 +2,9 @@
 //! at a time, only the leader writes, kill -9 fails over within the lease duration, SIGTERM hands over
 //! at once, and a leader that loses its lease exits non-zero.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use k8s_openapi::api::{apps::v1::ReplicaSet, coordination::v1::Lease, core::v1::Event};
 use kcm_rs_e2e::{Cluster, KcmRs, wait_for, with_namespace};
