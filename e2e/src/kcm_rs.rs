@@ -33,6 +33,17 @@ impl KcmRs {
     /// client rate limits as the cluster's upstream kube-controller-manager, and runs without leader
     /// election; `args` come last and override any of these.
     pub fn spawn(cluster: &Cluster, name: &str, args: &[&str], kubeconfig: Option<PathBuf>) -> KcmRs {
+        KcmRs::spawn_env(cluster, name, args, kubeconfig, &[])
+    }
+
+    /// [`KcmRs::spawn`] with extra environment variables.
+    pub fn spawn_env(
+        cluster: &Cluster,
+        name: &str,
+        args: &[&str],
+        kubeconfig: Option<PathBuf>,
+        envs: &[(&str, &str)],
+    ) -> KcmRs {
         let bin = std::env::var_os("KCM_RS_BIN").map_or_else(
             || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/kcm-rs"),
             PathBuf::from,
@@ -61,6 +72,7 @@ impl KcmRs {
                 std::env::var("KCM_RS_LOG").unwrap_or_else(|_| "info".into()),
             )
             .env("NO_COLOR", "1")
+            .envs(envs.iter().copied())
             .stdout(out.try_clone().expect("log file"))
             .stderr(out)
             .spawn()
