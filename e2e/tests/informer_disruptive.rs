@@ -83,10 +83,21 @@ async fn disruptive_etcd_compaction_forces_a_relist_and_the_cache_converges() {
         assert_converges(&ns, &pods).await;
         assert_eq!(snapshots.load(Ordering::SeqCst), 1);
 
-        // Compact away every revision the informer has seen, then restart the apiserver so its watch
-        // cache starts after them: the informer's re-watch gets 410 Gone and must relist.
+        // Move etcd's revision past everything the pod informer has seen (ConfigMap writes it does not
+        // watch), compact, and crash the apiserver (a graceful stop would send a last bookmark): its
+        // new watch cache starts past the informer's resourceVersion, so the re-watch gets 410 Gone
+        // and the informer must relist.
+        let configmaps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = ns.api();
+        for i in 0..5 {
+            let cm = serde_json::from_value(serde_json::json!({"metadata": {"name": format!("bump-{i}")}}))
+                .unwrap();
+            configmaps
+                .create(&kube::api::PostParams::default(), &cm)
+                .await
+                .unwrap();
+        }
         cluster.hack(&["compact"]);
-        cluster.hack(&["restart", "kube-apiserver"]);
+        cluster.hack(&["restart", "kube-apiserver", "--kill"]);
         create_pods(&ns, "new", 20).await;
         assert_converges(&ns, &pods).await;
         assert!(

@@ -35,6 +35,12 @@ pub struct ControllerLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct GroupResourceLabel {
+    pub group: String,
+    pub resource: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SyncLabel {
     pub controller: String,
     pub result: String,
@@ -70,6 +76,8 @@ pub struct Metrics {
     watch_errors: Family<ResourceLabel, Counter>,
     watch_events: Family<ResourceLabel, Counter>,
     sync_duration: Hist<SyncLabel>,
+    deletion_age_ratio: Histogram,
+    stale_skips: Family<GroupResourceLabel, Counter>,
     /// `leader_election_master_status{name}`: 1 while this instance leads.
     pub leader: Family<NameLabel, Gauge>,
     /// `kcm_rs_shadow_divergences_total{controller}`.
@@ -99,6 +107,9 @@ impl Metrics {
             watch_errors: Family::default(),
             watch_events: Family::default(),
             sync_duration: Family::new_with_constructor(sync_buckets),
+            // Upstream's buckets for replicaset_controller_sorting_deletion_age_ratio.
+            deletion_age_ratio: Histogram::new([0.25, 0.5, 1.0, 2.0, 4.0, 8.0]),
+            stale_skips: Family::default(),
             leader: Family::default(),
             shadow_divergences: Family::default(),
         };
@@ -163,6 +174,16 @@ impl Metrics {
             "kcm_rs_controller_sync_duration_seconds",
             "How long one sync of an object took, by controller and result",
             m.sync_duration.clone(),
+        );
+        r.register(
+            "replicaset_controller_sorting_deletion_age_ratio",
+            "The ratio of chosen deleted pod's ages to the current youngest pod's age (at the time). Should be <2. The intent of this metric is to measure the rough efficacy of the LogarithmicScaleDown feature gate's effect on the sorting (and deletion) of pods when a replicaset scales down. This only considers Ready pods when calculating and reporting.",
+            m.deletion_age_ratio.clone(),
+        );
+        r.register(
+            "replicaset_controller_stale_sync_skips",
+            "Number of times the ReplicaSet controller skipped a sync due to stale informer data",
+            m.stale_skips.clone(),
         );
         r.register(
             "leader_election_master_status",
@@ -265,6 +286,16 @@ impl SyncMetrics for Sync {
             .sync_duration
             .get_or_create(&label)
             .observe(elapsed.as_secs_f64());
+    }
+    fn sorting_deletion_age_ratio(&self, ratio: f64) {
+        self.m.deletion_age_ratio.observe(ratio);
+    }
+    fn stale_sync_skip(&self, group: &str, resource: &str) {
+        let label = GroupResourceLabel {
+            group: group.into(),
+            resource: resource.into(),
+        };
+        self.m.stale_skips.get_or_create(&label).inc();
     }
 }
 

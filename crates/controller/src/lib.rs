@@ -6,6 +6,7 @@
 
 pub mod claim;
 pub mod clock;
+pub mod consistency;
 pub mod errors;
 pub mod events;
 pub mod expectations;

@@ -24,10 +24,21 @@ pub trait MetricsProvider: Send + Sync + 'static {
     }
 }
 
-/// How long each sync of a controller took, and whether it succeeded.
+/// How long each sync of a controller took, and whether it succeeded; plus the controller-specific
+/// metrics upstream exports (only the ReplicaSet controller reports the last two).
 pub trait SyncMetrics: Send + Sync + 'static {
     fn sync(&self, elapsed: Duration, ok: bool) {
         let _ = (elapsed, ok);
+    }
+    /// `replicaset_controller_sorting_deletion_age_ratio`: for each ready pod chosen for deletion,
+    /// its age over the youngest ready pod's age.
+    fn sorting_deletion_age_ratio(&self, ratio: f64) {
+        let _ = ratio;
+    }
+    /// `replicaset_controller_stale_sync_skips_total{group,resource}`: a sync skipped because a cache
+    /// had not caught up with this controller's own write.
+    fn stale_sync_skip(&self, group: &str, resource: &str) {
+        let _ = (group, resource);
     }
 }
 

@@ -4,6 +4,7 @@ use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use controller::{
     EventRecorder, Expectations, KubePodControl, PodControl, SystemClock,
+    consistency::ConsistencyStore,
     events::TYPE_WARNING,
     index::{POD_OWNER_INDEX, orphans_in, owned_by, pod_owner_index},
     pod_control::NoWrites,
@@ -22,7 +23,7 @@ use kube::Client;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    executor::{Executor, SyncError},
+    executor::{Executor, GR_PODS, GR_REPLICASETS, SyncError},
     handlers::{Handlers, PodHandler, ReplicaSetHandler},
     plan::{BURST_REPLICAS, PlanError, SyncInput, owner, plan_sync, selector},
     shadow,
@@ -142,11 +143,13 @@ impl<P: PodControl> ReplicaSetController<P> {
             replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), None),
             pods.add_event_handler(PodHandler(handlers.clone()), None),
         ];
+        let consistency = Arc::new(ConsistencyStore::new());
         let executor = Executor {
             control,
             client,
             expectations,
             clock: Arc::new(SystemClock),
+            consistency,
         };
         let sync_metrics = metrics.sync_metrics(QUEUE_NAME);
         Self {
@@ -219,11 +222,32 @@ impl<P: PodControl> ReplicaSetController<P> {
         let started = tokio::time::Instant::now();
         let Some(mut rs) = self.handlers.replica_sets.get(key.namespace(), key.name()) else {
             self.handlers.expectations.delete(key.as_str());
+            self.executor.consistency.clear(key.as_str());
             if let Some(state) = &self.shadow {
                 state.forget(COMPONENT, key.as_str());
             }
             return Ok(None);
         };
+        // Read our own writes: skip (and retry later) while a cache is older than what we wrote.
+        let fresh = self
+            .executor
+            .consistency
+            .ensure_ready(key.as_str(), |gr| match gr {
+                GR_PODS => self.pods.last_synced_resource_version(),
+                GR_REPLICASETS => self.replica_sets.last_synced_resource_version(),
+                _ => u64::MAX,
+            });
+        if let Err(source) = fresh {
+            let (resource, group) = source
+                .group_resource
+                .split_once('.')
+                .unwrap_or((source.group_resource, ""));
+            self.sync_metrics.stale_sync_skip(group, resource);
+            return Err(SyncError::Stale {
+                key: key.clone(),
+                source,
+            });
+        }
         if self.options.ignore_min_ready_seconds
             && let Some(spec) = Arc::make_mut(&mut rs).spec.as_mut()
         {
@@ -231,12 +255,13 @@ impl<P: PodControl> ReplicaSetController<P> {
         }
         let satisfied = self.handlers.expectations.satisfied(key.as_str());
         let candidates = self.candidates(&rs);
+        let input_now = self.executor.clock.now();
         let input = SyncInput {
             rs: &rs,
             expectations_satisfied: satisfied,
             candidates: &candidates,
             burst_replicas: self.options.burst_replicas,
-            now: self.executor.clock.now(),
+            now: input_now,
         };
         let plan = match plan_sync(&input, || self.related_pods(&rs)) {
             Ok(plan) => plan,
@@ -268,6 +293,13 @@ impl<P: PodControl> ReplicaSetController<P> {
                 shadow::fingerprint(&rs, &candidates),
                 differences,
             ));
+        }
+        if let crate::plan::ReplicaChange::Delete(chosen) = &plan.replicas.change
+            && chosen.len() < plan.replicas.active.len()
+        {
+            for ratio in crate::plan::deletion_age_ratios(&plan.replicas.active, chosen, input_now) {
+                self.sync_metrics.sorting_deletion_age_ratio(ratio);
+            }
         }
         let result = self.executor.execute(&rs, plan).await;
         tracing::debug!(replica_set = %key, elapsed = ?started.elapsed(), "finished syncing");

@@ -4,8 +4,12 @@
 use std::{sync::Arc, time::Duration};
 
 use controller::{
-    Clock, ControlError, Expectations, Owner, PodControl, claim::execute_claims, errors::message_of,
-    slow_start::slow_start_batch, status_writer,
+    Clock, ControlError, Expectations, Owner, PodControl,
+    claim::execute_claims,
+    consistency::{ConsistencyStore, StaleCache},
+    errors::message_of,
+    slow_start::slow_start_batch,
+    status_writer,
 };
 use futures::future::join_all;
 use informer::ObjectKey;
@@ -26,7 +30,13 @@ pub enum SyncError {
     Manage { key: ObjectKey, source: ControlError },
     #[error("updating the status of {key}: {source}")]
     Status { key: ObjectKey, source: ControlError },
+    #[error("not syncing {key} yet: {source}")]
+    Stale { key: ObjectKey, source: StaleCache },
 }
+
+/// Group-resources the consistency store tracks (upstream's names).
+pub const GR_PODS: &str = "pods";
+pub const GR_REPLICASETS: &str = "replicasets.apps";
 
 /// The writes of one ReplicaSet controller.
 pub struct Executor<P> {
@@ -34,6 +44,8 @@ pub struct Executor<P> {
     pub client: Client,
     pub expectations: Arc<Expectations>,
     pub clock: Arc<dyn Clock>,
+    /// The resourceVersions this controller wrote, so that no sync runs on a cache older than them.
+    pub consistency: Arc<ConsistencyStore>,
 }
 
 impl<P> std::fmt::Debug for Executor<P> {
@@ -71,12 +83,18 @@ impl<P: PodControl> Executor<P> {
             Ok(()) => replicas.status.clone(),
         };
         if needs_write(rs, &status) {
-            status_writer::write_replica_set_status(&self.client, rs, status)
+            let written = status_writer::write_replica_set_status(&self.client, rs, status)
                 .await
                 .map_err(|source| SyncError::Status {
                     key: key.clone(),
                     source,
                 })?;
+            self.consistency.wrote_at(
+                key.as_str(),
+                &owner.uid,
+                GR_REPLICASETS,
+                written.metadata.resource_version.as_deref(),
+            );
         }
         manage.map_err(|source| SyncError::Manage { key, source })?;
         Ok(replicas.requeue_after)
@@ -103,7 +121,11 @@ impl<P: PodControl> Executor<P> {
                     .unwrap_or_default();
                 let (created, err) = slow_start_batch(*n, || async {
                     match self.control.create_pod(owner, &template).await {
-                        Ok(_) => Ok(()),
+                        Ok(pod) => {
+                            let rv = pod.metadata.resource_version.as_deref();
+                            self.consistency.wrote_at(key.as_str(), &owner.uid, GR_PODS, rv);
+                            Ok(())
+                        }
                         // The namespace is going away; no create will ever succeed there.
                         Err(e) if e.is_namespace_terminating() => Ok(()),
                         Err(e) => Err(e),

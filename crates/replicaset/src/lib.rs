@@ -14,6 +14,8 @@
 //! | `ReplicaFailure` (FailedCreate / FailedDelete) added on a failed scale, kept as first written, removed after a clean sync | `plan::tests::replica_failure_*` |
 //! | an invalid selector is reported and not retried; other ReplicaSets go on | `plan::tests::an_invalid_selector_is_an_error_naming_the_replicaset` |
 //! | informer handlers: pod add/update/delete map to the owning or matching ReplicaSets; a changed controllerRef enqueues both | `handlers::tests` |
+//! | reading its own writes (1.36 `StaleControllerConsistencyReplicaSet`): no sync while the pod or ReplicaSet cache is older than a create or status write this controller made; counted in `replicaset_controller_stale_sync_skips_total` | `controller::consistency` tests, `informer::shared_tests` (last synced resourceVersion) |
+//! | `replicaset_controller_sorting_deletion_age_ratio` | `plan::tests::deletion_age_ratio_is_each_chosen_ready_pods_age_over_the_youngest_ready_pods` |
 //! | everything end to end, compared with upstream | `e2e/tests/replicaset.rs` |
 #![forbid(unsafe_code)]
 

@@ -192,6 +192,29 @@ impl ReplicaPlan {
     }
 }
 
+/// For each ready pod chosen for deletion, its age over the age of the youngest ready pod, in whole
+/// milliseconds divided as integers (upstream `reportSortingDeletionAgeRatioMetric`). Skipped when
+/// the youngest ready pod is less than a millisecond old (upstream would divide by zero).
+pub fn deletion_age_ratios(active: &[Arc<Pod>], chosen: &[Arc<Pod>], now: Timestamp) -> Vec<f64> {
+    use controller::pod_util::is_ready;
+    let age_ms = |p: &Pod| {
+        p.metadata
+            .creation_timestamp
+            .as_ref()
+            .map_or(0, |t| now.as_millisecond() - t.0.as_millisecond())
+    };
+    let youngest = active.iter().filter(|p| is_ready(p)).map(|p| age_ms(p)).min();
+    let Some(youngest) = youngest.filter(|y| *y > 0) else {
+        return Vec::new();
+    };
+    #[allow(clippy::cast_precision_loss)]
+    chosen
+        .iter()
+        .filter(|p| is_ready(p))
+        .map(|p| (age_ms(p) / youngest) as f64)
+        .collect()
+}
+
 #[cfg(test)]
 #[path = "plan_tests.rs"]
 mod tests;

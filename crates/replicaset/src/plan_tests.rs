@@ -266,3 +266,17 @@ fn unchanged_status_is_not_written() {
         "a new generation must be observed"
     );
 }
+
+#[test]
+fn deletion_age_ratio_is_each_chosen_ready_pods_age_over_the_youngest_ready_pods() {
+    let now = ts(10_000);
+    let old = Arc::new(owned("old").created_at(ts(9_900)).build());
+    let young = Arc::new(owned("young").created_at(ts(9_990)).build());
+    let unready = Arc::new(owned("unready").created_at(ts(9_999)).not_ready().build());
+    let active = vec![old.clone(), young, unready.clone()];
+    // 100 s over 10 s; the unready pod is not reported.
+    assert_eq!(
+        crate::plan::deletion_age_ratios(&active, &[old, unready], now),
+        [10.0]
+    );
+}

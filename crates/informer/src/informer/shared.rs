@@ -4,7 +4,7 @@
 use std::{
     sync::{
         Arc,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::Duration,
 };
@@ -61,6 +61,8 @@ struct Inner<K> {
     scopes: Mutex<Vec<Scope<K>>>,
     config: ReflectorConfig<K>,
     started: AtomicBool,
+    /// The highest numeric resourceVersion applied to the store (events and lists).
+    last_rv: AtomicU64,
 }
 
 impl<K> Clone for SharedInformer<K> {
@@ -99,6 +101,7 @@ where
                 scopes: Mutex::new(scopes),
                 config,
                 started: AtomicBool::new(false),
+                last_rv: AtomicU64::new(0),
             }),
         }
     }
@@ -109,6 +112,12 @@ where
 
     pub fn lister(&self) -> Lister<K> {
         Lister::new(self.inner.store.clone())
+    }
+
+    /// The newest resourceVersion this informer has applied, for "read your own writes" checks
+    /// (0 before anything was applied, or when versions are not numeric).
+    pub fn last_synced_resource_version(&self) -> u64 {
+        self.inner.last_rv.load(Ordering::Acquire)
     }
 
     /// True once every scope's first list has been applied to the store.
@@ -192,6 +201,15 @@ where
     K: Resource + Clone + Send + Sync + 'static,
 {
     fn process(&self, event: ReflectorEvent<K>, scope: Option<&str>, first_list: bool) {
+        let rv = match &event {
+            ReflectorEvent::Replace { resource_version, .. } => Some(resource_version.as_str()),
+            ReflectorEvent::Added(o) | ReflectorEvent::Modified(o) | ReflectorEvent::Deleted(o) => {
+                o.meta().resource_version.as_deref()
+            }
+        };
+        if let Some(rv) = rv.and_then(|v| v.parse::<u64>().ok()) {
+            self.last_rv.fetch_max(rv, Ordering::AcqRel);
+        }
         let listeners = self.listeners.lock();
         let fan_out = |n: &dyn Fn() -> Notification<K>| listeners.iter().for_each(|l| l.send(n()));
         match event {

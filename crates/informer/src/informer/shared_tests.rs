@@ -108,6 +108,11 @@ async fn late_handler_gets_the_cache_first_and_syncs_on_its_own() {
     let cancel = CancellationToken::new();
     inf.run(cancel.clone());
     assert!(wait_for_cache_sync(&cancel, &[&inf]).await);
+    assert_eq!(
+        inf.last_synced_resource_version(),
+        10,
+        "the list's resourceVersion"
+    );
 
     let rec = Recorder::default();
     let reg = inf.add_event_handler(rec.clone(), None);

@@ -1,0 +1,118 @@
+//! Reading one's own writes (upstream KEP-5647, `StaleControllerConsistencyReplicaSet`, beta and on
+//! in 1.36): remember the highest resourceVersion a controller wrote for each object it manages, and
+//! refuse to sync that object until the informers have caught up to it. Without it, a sync right after
+//! a create can miss the new pod in a stale cache and create it again once expectations expire
+//! (kubernetes/kubernetes#129795).
+
+use ahash::AHashMap;
+use parking_lot::Mutex;
+
+/// A sync skipped because a cache is older than a write this controller made.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "read version: {read} is not as new as written version: {written} for group resource {group_resource}"
+)]
+pub struct StaleCache {
+    pub group_resource: &'static str,
+    pub read: u64,
+    pub written: u64,
+}
+
+#[derive(Debug, Default)]
+struct Written {
+    uid: String,
+    /// Group-resource (`pods`, `replicasets.apps`) -> highest resourceVersion written.
+    versions: AHashMap<&'static str, u64>,
+}
+
+/// Highest written resourceVersions, per controller key.
+#[derive(Debug, Default)]
+pub struct ConsistencyStore {
+    written: Mutex<AHashMap<String, Written>>,
+}
+
+impl ConsistencyStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records that a write for the object `key` (with UID `uid`) produced `resource_version` of
+    /// `group_resource`. Versions that are not numbers (not etcd revisions) are ignored.
+    pub fn wrote_at(
+        &self,
+        key: &str,
+        uid: &str,
+        group_resource: &'static str,
+        resource_version: Option<&str>,
+    ) {
+        let Some(rv) = resource_version.and_then(|v| v.parse::<u64>().ok()) else {
+            return;
+        };
+        let mut written = self.written.lock();
+        let w = written.entry(key.to_owned()).or_default();
+        if w.uid != uid {
+            // A new object under the same name: its predecessor's writes no longer matter.
+            *w = Written {
+                uid: uid.to_owned(),
+                versions: AHashMap::new(),
+            };
+        }
+        let v = w.versions.entry(group_resource).or_insert(0);
+        *v = (*v).max(rv);
+    }
+
+    /// Whether the informers have seen every write for `key`; `read` gives each group-resource's
+    /// newest resourceVersion the informer has applied.
+    pub fn ensure_ready(&self, key: &str, read: impl Fn(&'static str) -> u64) -> Result<(), StaleCache> {
+        let written = self.written.lock();
+        let Some(w) = written.get(key) else { return Ok(()) };
+        for (gr, v) in &w.versions {
+            let seen = read(gr);
+            if seen < *v {
+                return Err(StaleCache {
+                    group_resource: gr,
+                    read: seen,
+                    written: *v,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets `key` (the object was deleted).
+    pub fn clear(&self, key: &str) {
+        self.written.lock().remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_for_the_informer_to_reach_the_written_version() {
+        let s = ConsistencyStore::new();
+        s.wrote_at("ns/rs", "u1", "pods", Some("120"));
+        s.wrote_at("ns/rs", "u1", "pods", Some("100"));
+        let err = s.ensure_ready("ns/rs", |_| 110).unwrap_err();
+        assert_eq!(
+            err,
+            StaleCache {
+                group_resource: "pods",
+                read: 110,
+                written: 120
+            }
+        );
+        assert_eq!(s.ensure_ready("ns/rs", |_| 120), Ok(()));
+        assert_eq!(s.ensure_ready("ns/other", |_| 0), Ok(()));
+        s.wrote_at("ns/rs", "u2", "pods", Some("5"));
+        assert_eq!(
+            s.ensure_ready("ns/rs", |_| 10),
+            Ok(()),
+            "a recreated object starts clean"
+        );
+        s.wrote_at("ns/rs", "u2", "pods", Some("not-a-number"));
+        s.clear("ns/rs");
+        assert_eq!(s.ensure_ready("ns/rs", |_| 0), Ok(()));
+    }
+}
