@@ -170,7 +170,10 @@ async fn wait_pods(ns: &TestNamespace, what: &str, done: impl Fn(&[Pod]) -> bool
 /// pod as owner, labels, phase and whether it is being deleted.
 async fn outcome(ns: &TestNamespace, rs_name: &str) -> Outcome {
     // Scheduling and the kubelet simulation are not what is compared: let every pod start first.
-    wait_pods(ns, "every pod to leave Pending", |p| p.iter().all(|p| phase(p) != "Pending")).await;
+    wait_pods(ns, "every pod to leave Pending", |p| {
+        p.iter().all(|p| phase(p) != "Pending")
+    })
+    .await;
     let mut o = Outcome::new();
     let rs = ns.api::<ReplicaSet>().get(rs_name).await.unwrap();
     let s = rs.status.clone().unwrap_or_default();
