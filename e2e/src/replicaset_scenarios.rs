@@ -516,42 +516,52 @@ pub fn scenarios() -> Vec<Scenario> {
         Scenario {
             name: "create-3",
             run: create_three,
+            solo: false,
         },
         Scenario {
             name: "scale-3-10-2",
             run: scale_up_and_down,
+            solo: false,
         },
         Scenario {
             name: "delete-pod",
             run: delete_a_pod,
+            solo: false,
         },
         Scenario {
             name: "failed-pod",
             run: failed_pod,
+            solo: false,
         },
         Scenario {
             name: "adopt-release",
             run: adopt_and_release,
+            solo: false,
         },
         Scenario {
             name: "foreign-owner",
             run: foreign_owner,
+            solo: false,
         },
         Scenario {
             name: "deletion-cost",
             run: deletion_cost,
+            solo: false,
         },
         Scenario {
             name: "min-ready",
             run: min_ready_seconds,
+            solo: false,
         },
         Scenario {
             name: "quota",
             run: quota,
+            solo: false,
         },
         Scenario {
             name: "scale-500",
             run: scale_to_500,
+            solo: true,
         },
     ]
 }
