@@ -31,12 +31,13 @@ e2e:
 
 test: fmt-check clippy unit e2e
 
-# Brings up the control plane in replace mode (upstream KCM without the controllers kcm-rs takes over)
-# and runs kcm-rs against it in the foreground. The cluster keeps running afterwards: make cluster-down.
+# Brings up the control plane in replace mode (upstream KCM without the controllers kcm-rs takes over;
+# a running cluster is switched to it) and runs kcm-rs against it in the foreground, serving its
+# endpoints on 127.0.0.1:10257. The cluster keeps running afterwards: make cluster-down.
 run:
 	$(CARGO) build -p kcm-rs
-	@if ! $(CLUSTER) status >/dev/null 2>&1; then $(CLUSTER) up --mode replace; fi
-	eval "$$($(CLUSTER) env)"; ./target/debug/kcm-rs --kubeconfig "$$KUBECONFIG"
+	@if $(CLUSTER) status >/dev/null 2>&1; then $(CLUSTER) mode replace; else $(CLUSTER) up --mode replace; fi
+	eval "$$($(CLUSTER) env)"; ./target/debug/kcm-rs --kubeconfig "$$KUBECONFIG" --bind-address=127.0.0.1 --kube-api-qps=100 --kube-api-burst=200
 
 cluster-up:
 	$(CLUSTER) up --mode $${MODE:-replace}
