@@ -114,8 +114,16 @@ async fn disruptive_three_replicas_one_leader() {
 
         // SIGTERM: the leader releases the lease; the last replica takes over at its next try.
         let stopped_at = Instant::now();
-        let status = replicas.remove(next).stop();
+        let stopping = replicas.remove(next);
+        let log = stopping.log.clone();
+        let status = stopping.stop();
         assert!(status.success(), "graceful shutdown exits 0, got {status}");
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let errors: Vec<&str> = text.lines().filter(|l| l.contains(" ERROR ")).collect();
+        assert!(
+            errors.is_empty(),
+            "no error-level log lines on a graceful shutdown: {errors:#?}"
+        );
         let last = wait_new_leader(&replicas, Duration::from_secs(30)).await;
         let handover = stopped_at.elapsed();
         println!("handover after SIGTERM: {handover:?}");

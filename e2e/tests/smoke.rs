@@ -227,3 +227,45 @@ async fn deleting_a_deployment_collects_its_replicaset_and_pods() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_deleted_pod_without_labels_goes_away() {
+    let cluster = Cluster::connect_in(Mode::Reference).await;
+    with_namespace(cluster, "smoke-bare", |ns| async move {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "bare"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}
+        }))
+        .unwrap();
+        ns.api::<Pod>()
+            .create(&PostParams::default(), &pod)
+            .await
+            .unwrap();
+        wait_for("pod bare to run", DEFAULT_WAIT, || async {
+            let p = ns.api::<Pod>().get("bare").await.map_err(|e| e.to_string())?;
+            let phase = p.status.and_then(|s| s.phase);
+            if phase.as_deref() == Some("Running") {
+                Ok(())
+            } else {
+                Err(format!("{phase:?}"))
+            }
+        })
+        .await;
+        ns.api::<Pod>()
+            .delete("bare", &DeleteParams::default())
+            .await
+            .unwrap();
+        wait_for(
+            "the simulated kubelet to finish deleting it",
+            DEFAULT_WAIT,
+            || async {
+                match ns.api::<Pod>().get_opt("bare").await.map_err(|e| e.to_string())? {
+                    None => Ok(()),
+                    Some(p) => Err(format!("{:?}", p.status.and_then(|s| s.phase))),
+                }
+            },
+        )
+        .await;
+    })
+    .await;
+}
