@@ -7,7 +7,6 @@ use controller::{
     Clock, ControlError, Expectations, Owner, PodControl,
     claim::execute_claims,
     consistency::{ConsistencyStore, StaleCache},
-    errors::message_of,
     slow_start::slow_start_batch,
     status_writer,
 };
@@ -186,9 +185,4 @@ impl<P: PodControl> Executor<P> {
         }
         Ok(())
     }
-}
-
-/// For logs: the message upstream would show for a kube error.
-pub fn error_message(err: &kube::Error) -> String {
-    message_of(err)
 }

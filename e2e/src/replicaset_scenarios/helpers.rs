@@ -1,0 +1,236 @@
+//! Helpers of the ReplicaSet scenarios: manifests, waits and the outcome they compare.
+
+use std::time::Duration;
+
+use crate::{DEFAULT_WAIT, TestNamespace, differential::Outcome, wait_for};
+use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+/// Liveness bound for the 500-pod scenario.
+pub(super) const BIG_WAIT: Duration = Duration::from_secs(300);
+
+pub fn rs_manifest(name: &str, replicas: i32, min_ready: i32) -> ReplicaSet {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "minReadySeconds": min_ready,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name, "tier": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}
+            }
+        }
+    }))
+    .unwrap()
+}
+
+pub(super) async fn create_rs(ns: &TestNamespace, name: &str, replicas: i32, min_ready: i32) {
+    ns.api::<ReplicaSet>()
+        .create(&PostParams::default(), &rs_manifest(name, replicas, min_ready))
+        .await
+        .unwrap();
+}
+
+pub(super) async fn scale(ns: &TestNamespace, name: &str, replicas: i32) {
+    let patch = json!({"spec": {"replicas": replicas}});
+    ns.api::<ReplicaSet>()
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+/// Waits until the ReplicaSet has observed its generation and `done` holds for its status.
+pub(super) async fn wait_rs(
+    ns: &TestNamespace,
+    name: &str,
+    what: &str,
+    done: impl Fn(&ReplicaSet) -> bool,
+) -> ReplicaSet {
+    wait_rs_for(ns, name, what, DEFAULT_WAIT, done).await
+}
+
+pub(super) async fn wait_rs_for(
+    ns: &TestNamespace,
+    name: &str,
+    what: &str,
+    timeout: Duration,
+    done: impl Fn(&ReplicaSet) -> bool,
+) -> ReplicaSet {
+    wait_for(&format!("ReplicaSet {name}: {what}"), timeout, || async {
+        let rs = ns
+            .api::<ReplicaSet>()
+            .get(name)
+            .await
+            .map_err(|e| e.to_string())?;
+        let observed = rs.status.as_ref().and_then(|s| s.observed_generation) == rs.metadata.generation;
+        if observed && done(&rs) {
+            Ok(rs)
+        } else {
+            Err(format!("{:?}", rs.status))
+        }
+    })
+    .await
+}
+
+pub(super) fn count(
+    rs: &ReplicaSet,
+    f: fn(&k8s_openapi::api::apps::v1::ReplicaSetStatus) -> Option<i32>,
+) -> i32 {
+    rs.status.as_ref().and_then(f).unwrap_or(0)
+}
+
+pub(super) fn ready(rs: &ReplicaSet) -> i32 {
+    count(rs, |s| s.ready_replicas)
+}
+
+pub(super) fn replicas_settled(rs: &ReplicaSet, n: i32) -> bool {
+    let s = rs.status.clone().unwrap_or_default();
+    s.replicas == n && s.ready_replicas.unwrap_or(0) == n && s.terminating_replicas.unwrap_or(0) == 0
+}
+
+/// Waits until the ReplicaSet reports `n` ready replicas and its pods agree: exactly `n` active pods
+/// controlled by it, all Ready, none terminating. A status alone can be stale for a moment.
+pub(super) async fn wait_settled(ns: &TestNamespace, name: &str, n: i32) {
+    wait_for(
+        &format!("ReplicaSet {name} to settle at {n} ready pods"),
+        DEFAULT_WAIT,
+        || async {
+            let rs = ns
+                .api::<ReplicaSet>()
+                .get(name)
+                .await
+                .map_err(|e| e.to_string())?;
+            let observed = rs.status.as_ref().and_then(|s| s.observed_generation) == rs.metadata.generation;
+            let uid = rs.metadata.uid.clone().unwrap_or_default();
+            let owned: Vec<Pod> = pods(ns)
+                .await
+                .into_iter()
+                .filter(|p| {
+                    p.metadata
+                        .owner_references
+                        .iter()
+                        .flatten()
+                        .any(|r| r.uid == uid && r.controller == Some(true))
+                })
+                .collect();
+            let active = owned
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none() && phase(p) != "Failed")
+                .count();
+            let all_ready = owned.iter().filter(|p| phase(p) != "Failed").all(is_ready);
+            if observed && replicas_settled(&rs, n) && active == usize::try_from(n).unwrap() && all_ready {
+                Ok(())
+            } else {
+                Err(format!(
+                    "status {:?}; {active} active owned pods, all ready: {all_ready}",
+                    rs.status
+                ))
+            }
+        },
+    )
+    .await;
+}
+
+pub(super) fn phase(p: &Pod) -> &str {
+    p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+}
+
+pub(super) fn is_ready(p: &Pod) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+pub(super) async fn pods(ns: &TestNamespace) -> Vec<Pod> {
+    ns.api::<Pod>().list(&ListParams::default()).await.unwrap().items
+}
+
+pub(super) async fn wait_pods(ns: &TestNamespace, what: &str, done: impl Fn(&[Pod]) -> bool) {
+    wait_for(what, DEFAULT_WAIT, || async {
+        let p = pods(ns).await;
+        if done(&p) {
+            Ok(())
+        } else {
+            Err(format!("{} pods", p.len()))
+        }
+    })
+    .await;
+}
+
+/// The facts compared: the ReplicaSet's status (conditions without their free-text message) and every
+/// pod as owner, labels, phase and whether it is being deleted.
+pub(super) async fn outcome(ns: &TestNamespace, rs_name: &str) -> Outcome {
+    // Scheduling and the kubelet simulation are not what is compared: let every pod start first.
+    wait_pods(ns, "every pod to leave Pending", |p| {
+        p.iter().all(|p| phase(p) != "Pending")
+    })
+    .await;
+    let mut o = Outcome::new();
+    let rs = ns.api::<ReplicaSet>().get(rs_name).await.unwrap();
+    let s = rs.status.clone().unwrap_or_default();
+    o.insert("status.replicas".into(), s.replicas.to_string());
+    o.insert(
+        "status.fullyLabeledReplicas".into(),
+        s.fully_labeled_replicas.unwrap_or(0).to_string(),
+    );
+    o.insert(
+        "status.readyReplicas".into(),
+        s.ready_replicas.unwrap_or(0).to_string(),
+    );
+    o.insert(
+        "status.availableReplicas".into(),
+        s.available_replicas.unwrap_or(0).to_string(),
+    );
+    o.insert(
+        "status.terminatingReplicas".into(),
+        format!("{:?}", s.terminating_replicas),
+    );
+    o.insert(
+        "status.observedGeneration == generation".into(),
+        (s.observed_generation == rs.metadata.generation).to_string(),
+    );
+    let conditions: Vec<String> = s
+        .conditions
+        .iter()
+        .flatten()
+        .map(|c| format!("{}={} ({})", c.type_, c.status, c.reason.as_deref().unwrap_or("")))
+        .collect();
+    o.insert("status.conditions".into(), conditions.join(", "));
+    let mut described: Vec<String> = pods(ns)
+        .await
+        .iter()
+        .map(|p| {
+            let owner = p
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|r| r.controller == Some(true))
+                .map_or("none".to_owned(), |r| format!("{}/{}", r.kind, r.name));
+            let labels: Vec<String> = p
+                .metadata
+                .labels
+                .iter()
+                .flatten()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            let phase = p
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.clone())
+                .unwrap_or_default();
+            let deleting = if p.metadata.deletion_timestamp.is_some() {
+                " deleting"
+            } else {
+                ""
+            };
+            format!("{owner} [{}] {phase}{deleting}", labels.join(","))
+        })
+        .collect();
+    described.sort();
+    o.insert("pods".into(), described.join("; "));
+    o
+}
