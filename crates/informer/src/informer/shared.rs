@@ -202,7 +202,8 @@ where
 {
     fn process(&self, event: ReflectorEvent<K>, scope: Option<&str>, first_list: bool) {
         let rv = match &event {
-            ReflectorEvent::Replace { resource_version, .. } => Some(resource_version.as_str()),
+            ReflectorEvent::Replace { resource_version, .. }
+            | ReflectorEvent::Bookmark { resource_version } => Some(resource_version.as_str()),
             ReflectorEvent::Added(o) | ReflectorEvent::Modified(o) | ReflectorEvent::Deleted(o) => {
                 o.meta().resource_version.as_deref()
             }
@@ -229,6 +230,8 @@ where
                 self.store.delete(&ObjectKey::of(&*obj));
                 fan_out(&|| Notification::Delete(super::DeletedObject::Final(obj.clone())));
             }
+            // Only advances the resourceVersion, above.
+            ReflectorEvent::Bookmark { .. } => {}
             ReflectorEvent::Replace { objects, .. } => {
                 let listed: ahash::AHashMap<ObjectKey, Arc<K>> = objects
                     .into_iter()

@@ -55,6 +55,10 @@ pub enum ReflectorEvent<K> {
     Added(K),
     Modified(K),
     Deleted(K),
+    /// The server has sent everything up to this resourceVersion (a watch bookmark).
+    Bookmark {
+        resource_version: String,
+    },
 }
 
 /// Reflector settings; `Default` gives upstream's.

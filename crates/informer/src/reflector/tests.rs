@@ -42,6 +42,7 @@ fn describe(e: &ReflectorEvent<Pod>) -> String {
         ReflectorEvent::Added(p) => format!("added {}", name_of(p)),
         ReflectorEvent::Modified(p) => format!("modified {}", name_of(p)),
         ReflectorEvent::Deleted(p) => format!("deleted {}", name_of(p)),
+        ReflectorEvent::Bookmark { resource_version } => format!("bookmark@{resource_version}"),
     }
 }
 
@@ -134,6 +135,11 @@ async fn bookmarks_and_dropped_connections_resume_the_watch_without_relisting() 
     w1.send(event("ADDED", pod("ns", "a", "11"))).unwrap();
     next(&mut rx).await;
     w1.send(bookmark("30", false)).unwrap();
+    assert_eq!(
+        describe(&next(&mut rx).await),
+        "bookmark@30",
+        "bookmarks reach the sink"
+    );
     drop(w1); // the connection drops
     w2.send(event("ADDED", pod("ns", "b", "31"))).unwrap();
     assert_eq!(describe(&next(&mut rx).await), "added b");

@@ -108,7 +108,11 @@ where
                 WatchEvent::Modified(o) => (rv_of(&o), ReflectorEvent::Modified(self.apply_transform(o))),
                 WatchEvent::Deleted(o) => (rv_of(&o), ReflectorEvent::Deleted(self.apply_transform(o))),
                 WatchEvent::Bookmark(b) => {
-                    self.last_sync_rv = b.metadata.resource_version;
+                    self.last_sync_rv.clone_from(&b.metadata.resource_version);
+                    let resource_version = b.metadata.resource_version;
+                    if sink.send(ReflectorEvent::Bookmark { resource_version }).is_err() {
+                        return Ok(StreamEnd::SinkClosed);
+                    }
                     continue;
                 }
                 WatchEvent::Error(s) if is_expired_status(s.code, &s.reason, &s.message) => {
