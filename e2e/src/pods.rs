@@ -99,3 +99,24 @@ pub async fn create_pods(ns: &TestNamespace, prefix: &str, n: usize) {
         .collect::<()>()
         .await;
 }
+
+/// A started, synced pod informer limited to the test's namespace (the factory's defaults, as the
+/// controllers use them), with the token that stops it.
+pub async fn synced_pod_informer(
+    ns: &TestNamespace,
+    metrics: Option<std::sync::Arc<dyn informer::MetricsProvider>>,
+) -> (SharedInformer<Pod>, tokio_util::sync::CancellationToken) {
+    let mut factory = informer::SharedInformerFactory::new(ns.cluster.client.clone())
+        .with_namespaces(vec![ns.name.clone()]);
+    if let Some(m) = metrics {
+        factory = factory.with_metrics(m);
+    }
+    let pods = factory.namespaced::<Pod>(informer::InformerOptions::default());
+    let cancel = tokio_util::sync::CancellationToken::new();
+    factory.start(&cancel);
+    assert!(
+        informer::wait_for_cache_sync(&cancel, &[&pods]).await,
+        "the pod informer synced"
+    );
+    (pods, cancel)
+}

@@ -8,7 +8,7 @@ use informer::{HandlerFns, InformerOptions, SharedInformerFactory, wait_for_cach
 use k8s_openapi::api::core::v1::Pod;
 use kcm_rs_e2e::{
     Cluster, counting_client,
-    pods::{assert_converges, create_pods, pod},
+    pods::{assert_converges, create_pods, pod, synced_pod_informer},
     wait_for, with_namespace,
 };
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -19,12 +19,7 @@ use tokio_util::sync::CancellationToken;
 async fn cache_equals_a_fresh_list_after_2000_pods_of_churn() {
     let cluster = Cluster::connect().await;
     with_namespace(cluster.clone(), "inf-churn", |ns| async move {
-        let factory =
-            SharedInformerFactory::new(cluster.client.clone()).with_namespaces(vec![ns.name.clone()]);
-        let pods = factory.namespaced::<Pod>(InformerOptions::default());
-        let cancel = CancellationToken::new();
-        factory.start(&cancel);
-        assert!(wait_for_cache_sync(&cancel, &[&pods]).await);
+        let (pods, cancel) = synced_pod_informer(&ns, None).await;
 
         create_pods(&ns, "p", 2000).await;
         let api = ns.api::<Pod>();
