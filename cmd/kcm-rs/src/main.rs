@@ -140,12 +140,17 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None
     };
-    metrics
-        .leader
-        .get_or_create(&NameLabel {
-            name: args.leader_elect_resource_name.clone(),
-        })
-        .set(1);
+    // leader_election_master_status exists only where there is an election, as in KCM.
+    let elected = args.leader_elect && !args.shadow;
+    let leader_status = |v: i64| {
+        if elected {
+            let label = NameLabel {
+                name: args.leader_elect_resource_name.clone(),
+            };
+            metrics.leader.get_or_create(&label).set(v);
+        }
+    };
+    leader_status(1);
 
     // Controllers, on shared informers.
     let controllers_cancel = CancellationToken::new();
@@ -191,12 +196,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if drained.is_err() {
         tracing::warn!(timeout = ?SHUTDOWN_TIMEOUT, "in-flight syncs did not finish in time");
     }
-    metrics
-        .leader
-        .get_or_create(&NameLabel {
-            name: args.leader_elect_resource_name.clone(),
-        })
-        .set(0);
+    leader_status(0);
     let code = match outcome {
         Err(lost) => {
             tracing::error!("{lost}; exiting");
