@@ -97,6 +97,14 @@ fn adopt_and_release(
             .create(&PostParams::default(), &orphan)
             .await
             .unwrap();
+        // The pod and ReplicaSet informers are separate watches: if the ReplicaSet's event reached the
+        // controller before the orphan's, upstream and kcm-rs alike would create 2 pods and delete one
+        // after adopting. Adoption, not that race, is what this scenario compares.
+        wait_pods(&ns, "the orphan to run", |p| {
+            p.iter().all(|p| phase(p) == "Running")
+        })
+        .await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
         create_rs(&ns, "web", 2, 0).await;
         wait_settled(&ns, "web", 2).await;
         wait_pods(&ns, "the orphan to be adopted", |p| {
