@@ -78,6 +78,7 @@ pub struct Metrics {
     sync_duration: Hist<SyncLabel>,
     deletion_age_ratio: Histogram,
     stale_skips: Family<GroupResourceLabel, Counter>,
+    sync_panics: Family<ControllerLabel, Counter>,
     /// `leader_election_master_status{name}`: 1 while this instance leads.
     pub leader: Family<NameLabel, Gauge>,
     /// `kcm_rs_shadow_divergences_total{controller}`.
@@ -110,6 +111,7 @@ impl Metrics {
             // Upstream's buckets for replicaset_controller_sorting_deletion_age_ratio.
             deletion_age_ratio: Histogram::new([0.25, 0.5, 1.0, 2.0, 4.0, 8.0]),
             stale_skips: Family::default(),
+            sync_panics: Family::default(),
             leader: Family::default(),
             shadow_divergences: Family::default(),
         };
@@ -184,6 +186,11 @@ impl Metrics {
             "replicaset_controller_stale_sync_skips",
             "Number of times the ReplicaSet controller skipped a sync due to stale informer data",
             m.stale_skips.clone(),
+        );
+        r.register(
+            "kcm_rs_controller_sync_panics",
+            "Syncs that panicked; the worker caught the panic and retried the object with backoff",
+            m.sync_panics.clone(),
         );
         r.register(
             "leader_election_master_status",
@@ -296,6 +303,12 @@ impl SyncMetrics for Sync {
             resource: resource.into(),
         };
         self.m.stale_skips.get_or_create(&label).inc();
+    }
+    fn panic(&self) {
+        let label = ControllerLabel {
+            controller: self.controller.clone(),
+        };
+        self.m.sync_panics.get_or_create(&label).inc();
     }
 }
 

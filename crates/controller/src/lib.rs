@@ -1,6 +1,7 @@
 //! Machinery shared by the workload controllers, after upstream's `pkg/controller` helpers:
 //! expectations, pod control with events, controller-reference claims, the scale-down ranking, slow
-//! start, and pod predicates. Decisions here are pure functions; the few functions that write
+//! start, pod predicates, and the worker loop every controller runs (`worker`: panic isolation and a
+//! bounded shutdown). Decisions here are pure functions; the few functions that write
 //! (`pod_control`, `claim`, `events`) are the executors' building blocks.
 #![forbid(unsafe_code)]
 
@@ -20,6 +21,7 @@ pub mod slow_start;
 pub mod status_writer;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod worker;
 
 pub use clock::{Clock, SystemClock};
 pub use errors::ControlError;
@@ -27,3 +29,4 @@ pub use events::EventRecorder;
 pub use expectations::Expectations;
 pub use pod_control::{KubePodControl, PodControl};
 pub use ref_manager::{Claim, Owner};
+pub use worker::{Reconciler, WorkerOptions, run_workers};

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::{
-    api::core::v1::{ContainerStatus, Pod, PodCondition, PodSpec, PodStatus},
+    api::core::v1::{Container, ContainerStatus, Pod, PodCondition, PodSpec, PodStatus},
     apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time},
     jiff::Timestamp,
 };
@@ -108,6 +108,21 @@ impl PodBuilder {
     pub fn restarts(mut self, n: i32) -> Self {
         self.status().container_statuses = Some(vec![ContainerStatus {
             name: "c".into(),
+            restart_count: n,
+            ..ContainerStatus::default()
+        }]);
+        self
+    }
+    /// A sidecar (init container with `restartPolicy: Always`) named `sidecar` that restarted `n` times.
+    #[must_use]
+    pub fn sidecar_restarts(mut self, n: i32) -> Self {
+        self.0.spec.get_or_insert_with(PodSpec::default).init_containers = Some(vec![Container {
+            name: "sidecar".into(),
+            restart_policy: Some("Always".into()),
+            ..Container::default()
+        }]);
+        self.status().init_container_statuses = Some(vec![ContainerStatus {
+            name: "sidecar".into(),
             restart_count: n,
             ..ContainerStatus::default()
         }]);

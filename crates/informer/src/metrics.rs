@@ -40,6 +40,9 @@ pub trait SyncMetrics: Send + Sync + 'static {
     fn stale_sync_skip(&self, group: &str, resource: &str) {
         let _ = (group, resource);
     }
+    /// `kcm_rs_controller_sync_panics_total{controller}`: a sync panicked; the worker caught it and
+    /// retries the key (kcm-rs only: upstream's process would crash).
+    fn panic(&self) {}
 }
 
 /// The workqueue metrics kube-controller-manager exports, named as upstream does:

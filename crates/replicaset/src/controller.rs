@@ -1,6 +1,6 @@
 //! Wiring: informers and handlers, the work queue, workers (upstream `ReplicaSetController.Run`).
 
-use std::{collections::HashSet, sync::Arc, time::Duration};
+use std::{collections::HashSet, future::Future, sync::Arc, time::Duration};
 
 use controller::{
     EventRecorder, Expectations, KubePodControl, PodControl, SystemClock,
@@ -11,6 +11,7 @@ use controller::{
     pod_control::object_reference,
     pod_util::controller_of,
     shadow::ShadowState,
+    worker::{DEFAULT_DRAIN_TIMEOUT, Reconciler, WorkerOptions, run_workers},
 };
 use informer::{
     HandlerRegistration, HasSynced, InformerOptions, MetricsProvider, ObjectKey, SharedInformer,
@@ -170,7 +171,8 @@ impl<P: PodControl> ReplicaSetController<P> {
         self.registrations.iter().all(HandlerRegistration::has_synced)
     }
 
-    /// Runs the workers until `cancel` fires, then lets in-flight syncs finish.
+    /// Runs the workers until `cancel` fires, then lets in-flight syncs finish (bounded by
+    /// [`DEFAULT_DRAIN_TIMEOUT`]).
     pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
         let synced: Vec<&dyn HasSynced> = self.registrations.iter().map(|r| r as &dyn HasSynced).collect();
         if !wait_for_cache_sync(&cancel, &synced).await {
@@ -181,40 +183,14 @@ impl<P: PodControl> ReplicaSetController<P> {
             workers = self.options.workers,
             "caches synced; starting workers"
         );
-        let workers: Vec<_> = (0..self.options.workers.max(1))
-            .map(|_| {
-                let me = self.clone();
-                tokio::spawn(async move { me.worker().await })
-            })
-            .collect();
-        cancel.cancelled().await;
-        self.handlers.queue.shut_down_with_drain().await;
-        for w in workers {
-            let _ = w.await;
-        }
+        let options = WorkerOptions {
+            workers: self.options.workers,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+        };
+        let queue = self.handlers.queue.clone();
+        let metrics = self.sync_metrics.clone();
+        run_workers(COMPONENT, self, queue, metrics, options, cancel).await;
         tracing::info!(controller = COMPONENT, "stopped");
-    }
-
-    async fn worker(&self) {
-        let queue = &self.handlers.queue;
-        while let Some(key) = queue.get().await {
-            let started = tokio::time::Instant::now();
-            let result = self.sync(&key).await;
-            self.sync_metrics.sync(started.elapsed(), result.is_ok());
-            match result {
-                Ok(requeue) => {
-                    queue.forget(&key);
-                    if let Some(after) = requeue {
-                        queue.add_after(key.clone(), after);
-                    }
-                }
-                Err(e) => {
-                    tracing::error!(replica_set = %key, "sync failed: {e}");
-                    queue.add_rate_limited(key.clone());
-                }
-            }
-            queue.done(&key);
-        }
     }
 
     /// One sync of the ReplicaSet at `key` (upstream `syncReplicaSet`).
@@ -361,5 +337,13 @@ impl<P: PodControl> ReplicaSetController<P> {
 
     pub fn queue(&self) -> &WorkQueue<ObjectKey> {
         &self.handlers.queue
+    }
+}
+
+impl<P: PodControl> Reconciler for ReplicaSetController<P> {
+    type Error = SyncError;
+
+    fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, SyncError>> + Send {
+        ReplicaSetController::sync(self, key)
     }
 }

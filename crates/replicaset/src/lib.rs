@@ -7,7 +7,8 @@
 //! | only active pods count: Failed and terminating pods are replaced at once | `plan::tests::failed_and_terminating_pods_are_replaced_at_once` |
 //! | scale up by at most 500 (`BurstReplicas`) per sync, in slow-start batches | `plan::tests::scales_up_to_the_desired_count_capped_by_the_burst`, `controller::slow_start` tests |
 //! | no creates or deletes while expectations are pending or the ReplicaSet is being deleted | `plan::tests::does_not_act_while_expectations_are_pending_or_while_being_deleted` |
-//! | scale-down ranking with all of upstream's tie-breakers | `plan::tests::scales_down_not_ready_pods_first`, `controller::ranking` tests |
+//! | scale-down ranking with all of upstream's tie-breakers, sidecar restarts included, as a total order that agrees with upstream wherever upstream's own order is consistent (where they can differ: `controller::ranking` docs) | `plan::tests::scales_down_not_ready_pods_first`, `controller::ranking::tests` (property tests: total order, pairwise agreement with upstream; the 28-pod reproduction) |
+//! | a sync that panics is caught, logged with the key, counted (`kcm_rs_controller_sync_panics_total`) and retried with backoff; the worker goes on; shutdown waits at most 30 s for syncs in flight | `controller::worker::tests` |
 //! | adoption of matching orphans, release of pods that stop matching, never touching another controller's pods | `plan::tests::adopts_matching_orphans_and_releases_pods_that_stopped_matching`, `plan::tests::never_touches_pods_controlled_by_someone_else` |
 //! | status: replicas, fullyLabeledReplicas, readyReplicas, availableReplicas (minReadySeconds), terminatingReplicas, observedGeneration | `plan::tests::status_counts_fully_labeled_ready_and_available_pods`, `plan::tests::unchanged_status_is_not_written` |
 //! | a requeue when a ready pod will become available | `plan::tests::status_counts_fully_labeled_ready_and_available_pods` |

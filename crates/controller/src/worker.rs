@@ -1,0 +1,144 @@
+//! The worker loop every controller runs (upstream `processNextWorkItem` under
+//! `wait.UntilWithContext`): take a key, sync it, forget or retry it with backoff, mark it done.
+//!
+//! Two things differ from a plain loop, on purpose:
+//! * a panic inside one sync is contained. Upstream's `HandleCrash` would crash the whole process;
+//!   an unwinding panic in a tokio task would silently end that worker and leave its key marked as
+//!   processing for good, so that key is never synced again and, one panic per worker, the
+//!   controller stops while the process looks healthy. Here the panic is logged with the key,
+//!   counted ([`SyncMetrics::panic`]), the key is retried with backoff and the worker goes on.
+//! * shutdown is bounded. On cancellation the workers stop taking keys; syncs in flight get
+//!   [`WorkerOptions::drain_timeout`] to finish and are then abandoned, whatever state they are in.
+
+use std::{any::Any, fmt::Display, future::Future, panic::AssertUnwindSafe, sync::Arc, time::Duration};
+
+use futures::FutureExt as _;
+use informer::{ObjectKey, SyncMetrics, WorkQueue};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// How long syncs in flight may take to finish after cancellation: the bound kcm-rs documents for a
+/// graceful shutdown (the same 30 s as controller-runtime's default `GracefulShutdownTimeout`).
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One controller's sync of one key.
+pub trait Reconciler: Send + Sync + 'static {
+    type Error: Display + Send;
+
+    /// `Ok(Some(d))` asks for the key again after `d`; `Err` retries it with the queue's backoff.
+    fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, Self::Error>> + Send;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerOptions {
+    /// Concurrent syncs (`--concurrent-*-syncs`); at least one runs.
+    pub workers: usize,
+    pub drain_timeout: Duration,
+}
+
+/// Runs `options.workers` workers over `queue` until `cancel` fires, then shuts the queue down and
+/// waits at most `options.drain_timeout` for syncs in flight. `controller` names the controller in
+/// logs.
+pub async fn run_workers<R: Reconciler>(
+    controller: &'static str,
+    reconciler: Arc<R>,
+    queue: WorkQueue<ObjectKey>,
+    metrics: Arc<dyn SyncMetrics>,
+    options: WorkerOptions,
+    cancel: CancellationToken,
+) {
+    let mut workers = JoinSet::new();
+    for _ in 0..options.workers.max(1) {
+        let worker = Worker {
+            controller,
+            reconciler: reconciler.clone(),
+            queue: queue.clone(),
+            metrics: metrics.clone(),
+        };
+        let cancel = cancel.clone();
+        workers.spawn(async move { worker.run(cancel).await });
+    }
+    cancel.cancelled().await;
+    queue.shut_down();
+    let drained = tokio::time::timeout(options.drain_timeout, async {
+        while workers.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            controller,
+            timeout = ?options.drain_timeout,
+            unfinished = workers.len(),
+            "syncs in flight did not finish in time; abandoning them"
+        );
+        workers.abort_all();
+    }
+}
+
+struct Worker<R> {
+    controller: &'static str,
+    reconciler: Arc<R>,
+    queue: WorkQueue<ObjectKey>,
+    metrics: Arc<dyn SyncMetrics>,
+}
+
+impl<R: Reconciler> Worker<R> {
+    async fn run(&self, cancel: CancellationToken) {
+        loop {
+            // Cancellation wins over queued keys: once told to stop, take no new work.
+            let key = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return,
+                key = self.queue.get() => key,
+            };
+            let Some(key) = key else { return };
+            self.process(&key).await;
+            self.queue.done(&key);
+        }
+    }
+
+    async fn process(&self, key: &ObjectKey) {
+        let started = tokio::time::Instant::now();
+        let outcome = AssertUnwindSafe(self.reconciler.sync(key)).catch_unwind().await;
+        match outcome {
+            Ok(result) => {
+                self.metrics.sync(started.elapsed(), result.is_ok());
+                match result {
+                    Ok(requeue) => {
+                        self.queue.forget(key);
+                        if let Some(after) = requeue {
+                            self.queue.add_after(key.clone(), after);
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!(controller = self.controller, key = %key, "sync failed: {e}");
+                        self.queue.add_rate_limited(key.clone());
+                    }
+                }
+            }
+            Err(payload) => {
+                self.metrics.sync(started.elapsed(), false);
+                self.metrics.panic();
+                tracing::error!(
+                    controller = self.controller,
+                    key = %key,
+                    panic = panic_message(payload.as_ref()),
+                    "sync panicked; retrying the key with backoff"
+                );
+                self.queue.add_rate_limited(key.clone());
+            }
+        }
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(not a string)")
+}
+
+#[cfg(test)]
+#[path = "worker_tests.rs"]
+mod tests;
