@@ -313,10 +313,20 @@ impl SyncMetrics for Sync {
 }
 
 impl MetricsProvider for Metrics {
+    /// Every series of the queue exists from the moment the queue does, at 0, as client-go's
+    /// workqueue metrics provider creates them: dashboards built for KCM show 0, not "no data".
     fn queue_metrics(&self, name: &str) -> Arc<dyn QueueMetrics> {
+        let label = NameLabel { name: name.into() };
+        drop(self.depth.get_or_create(&label));
+        drop(self.adds.get_or_create(&label));
+        drop(self.queue_duration.get_or_create(&label));
+        drop(self.work_duration.get_or_create(&label));
+        drop(self.unfinished.get_or_create(&label));
+        drop(self.longest.get_or_create(&label));
+        drop(self.retries.get_or_create(&label));
         Arc::new(Queue {
             m: self.clone(),
-            label: NameLabel { name: name.into() },
+            label,
         })
     }
     fn reflector_metrics(&self, resource: &str) -> Arc<dyn ReflectorMetrics> {
@@ -338,6 +348,24 @@ impl MetricsProvider for Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_idle_queue_exports_every_series_at_zero() {
+        let m = Metrics::new();
+        let _q = m.queue_metrics("replicaset");
+        let text = m.encode();
+        for line in [
+            "workqueue_depth{name=\"replicaset\"} 0",
+            "workqueue_adds_total{name=\"replicaset\"} 0",
+            "workqueue_retries_total{name=\"replicaset\"} 0",
+            "workqueue_queue_duration_seconds_count{name=\"replicaset\"} 0",
+            "workqueue_work_duration_seconds_count{name=\"replicaset\"} 0",
+            "workqueue_unfinished_work_seconds{name=\"replicaset\"} 0",
+            "workqueue_longest_running_processor_seconds{name=\"replicaset\"} 0",
+        ] {
+            assert!(text.contains(line), "{line} missing from:\n{text}");
+        }
+    }
 
     #[test]
     fn exposes_upstreams_workqueue_names() {

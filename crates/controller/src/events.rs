@@ -1,15 +1,13 @@
 //! Events on the objects a controller acts on (client-go `record.EventRecorder` writing core/v1
 //! Events), sent in the background so that a slow or failing Events API never slows a sync.
 //!
-//! Kept from client-go: the source component (`replicaset-controller`, ...), an identical event (same
-//! object, type, reason and message) updating the count of the existing one instead of creating
-//! another, and the per-object spam filter (a bucket of 25 events refilled at one per 5 minutes), so a
-//! 500-pod scale-up writes 25 SuccessfulCreate events as upstream does. Not kept: the aggregation of
-//! ten similar events into one "(combined from similar events)" event.
+//! Kept from client-go: the source component (`replicaset-controller`, ...) and its event correlator
+//! (`event_correlator`): similar events combined into one "(combined from similar events)" event,
+//! identical ones counted, and the per-object spam filter, so a 500-pod scale-up writes the events
+//! upstream writes.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
-use ahash::AHashMap;
 use k8s_openapi::{
     api::core::v1::{Event, EventSource, ObjectReference},
     apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time},
@@ -23,12 +21,10 @@ use parking_lot::Mutex;
 use serde_json::json;
 use tokio::{sync::mpsc, time::Instant};
 
+use crate::event_correlator::Correlator;
+
 /// Events a recorder holds before it drops new ones (client-go's broadcaster queue length).
 pub const EVENT_QUEUE_LENGTH: usize = 1000;
-/// Per-object burst of the spam filter (client-go `defaultSpamBurst`).
-pub const SPAM_BURST: f64 = 25.0;
-/// Per-object refill period of the spam filter (client-go `defaultSpamQPS` = 1/300).
-pub const SPAM_REFILL: Duration = Duration::from_secs(300);
 
 pub const TYPE_NORMAL: &str = "Normal";
 pub const TYPE_WARNING: &str = "Warning";
@@ -108,65 +104,47 @@ impl EventRecorder {
     }
 }
 
-struct Bucket {
-    tokens: f64,
-    last: Instant,
-}
-
 async fn write_events(
     client: Client,
     component: String,
     instance: String,
     mut rx: mpsc::Receiver<EventRecord>,
 ) {
-    let mut buckets: AHashMap<String, Bucket> = AHashMap::new();
-    // Identical events seen before: key -> (event name, namespace, count).
-    let mut seen: AHashMap<String, (String, String, i32)> = AHashMap::new();
+    let mut correlator = Correlator::default();
     while let Some(ev) = rx.recv().await {
-        let obj_key = format!(
-            "{}/{}/{}/{}",
-            ev.object.kind.as_deref().unwrap_or(""),
-            ev.object.namespace.as_deref().unwrap_or(""),
-            ev.object.name.as_deref().unwrap_or(""),
-            ev.object.uid.as_deref().unwrap_or("")
-        );
-        let now = Instant::now();
-        let bucket = buckets.entry(obj_key.clone()).or_insert(Bucket {
-            tokens: SPAM_BURST,
-            last: now,
-        });
-        let refill = (now - bucket.last).as_secs_f64() / SPAM_REFILL.as_secs_f64();
-        bucket.tokens = (bucket.tokens + refill).min(SPAM_BURST);
-        bucket.last = now;
-        if bucket.tokens < 1.0 {
+        let Some(decision) = correlator.correlate(&ev, Instant::now()) else {
             continue;
-        }
-        bucket.tokens -= 1.0;
-        let namespace = ev
-            .object
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".to_owned());
-        let api: Api<Event> = Api::namespaced(client.clone(), &namespace);
+        };
         let stamp = Time(Timestamp::now());
-        let identical = format!("{obj_key}/{}/{}/{}", ev.type_, ev.reason, ev.message);
-        if let Some((name, ns, count)) = seen.get_mut(&identical) {
-            *count += 1;
-            let patch = json!({"count": *count, "lastTimestamp": stamp});
+        if let Some((name, ns, count)) = &decision.existing {
+            let count = count + 1;
+            let patch = json!({"count": count, "lastTimestamp": stamp, "message": decision.message});
             let api: Api<Event> = Api::namespaced(client.clone(), ns);
             if api
                 .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
                 .is_ok()
             {
+                correlator.written(decision.key, name.clone(), ns.clone(), count);
                 continue;
             }
         }
+        let namespace = ev
+            .object
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_owned());
         let name = format!(
             "{}.{:x}",
             ev.object.name.as_deref().unwrap_or("unknown"),
             Timestamp::now().as_nanosecond()
         );
+        // A combined event carries no reporting controller or instance, as client-go's aggregate.
+        let (reporting_component, reporting_instance) = if decision.combined {
+            (None, None)
+        } else {
+            (Some(component.clone()), Some(instance.clone()))
+        };
         let event = Event {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
@@ -175,7 +153,7 @@ async fn write_events(
             },
             involved_object: ev.object.clone(),
             reason: Some(ev.reason.to_owned()),
-            message: Some(ev.message.clone()),
+            message: Some(decision.message.clone()),
             type_: Some(ev.type_.to_owned()),
             source: Some(EventSource {
                 component: Some(component.clone()),
@@ -184,14 +162,13 @@ async fn write_events(
             first_timestamp: Some(stamp.clone()),
             last_timestamp: Some(stamp),
             count: Some(1),
-            reporting_component: Some(component.clone()),
-            reporting_instance: Some(instance.clone()),
+            reporting_component,
+            reporting_instance,
             ..Event::default()
         };
+        let api: Api<Event> = Api::namespaced(client.clone(), &namespace);
         match api.create(&PostParams::default(), &event).await {
-            Ok(_) => {
-                seen.insert(identical, (name, namespace, 1));
-            }
+            Ok(_) => correlator.written(decision.key, name, namespace, 1),
             // Namespaces being deleted refuse events; nothing to report then.
             Err(e) => tracing::debug!(reason = ev.reason, "could not write event: {e}"),
         }

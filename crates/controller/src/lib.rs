@@ -9,6 +9,7 @@ pub mod claim;
 pub mod clock;
 pub mod consistency;
 pub mod errors;
+pub mod event_correlator;
 pub mod events;
 pub mod expectations;
 pub mod index;

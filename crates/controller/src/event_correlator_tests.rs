@@ -1,0 +1,125 @@
+use k8s_openapi::api::core::v1::ObjectReference;
+
+use super::*;
+
+fn event(object: &str, reason: &'static str, message: &str) -> EventRecord {
+    EventRecord {
+        object: ObjectReference {
+            kind: Some("ReplicaSet".into()),
+            namespace: Some("ns".into()),
+            name: Some(object.into()),
+            uid: Some(format!("uid-{object}")),
+            api_version: Some("apps/v1".into()),
+            ..ObjectReference::default()
+        },
+        type_: "Normal",
+        reason,
+        message: message.into(),
+    }
+}
+
+/// Feeds `decisions` through the correlator as the writer would, recording each written event.
+fn write(c: &mut Correlator, ev: &EventRecord, now: Instant) -> Option<Decision> {
+    let d = c.correlate(ev, now)?;
+    let count = d.existing.as_ref().map_or(1, |(_, _, n)| n + 1);
+    c.written(d.key.clone(), format!("ev-{}", d.key.len()), "ns".into(), count);
+    Some(d)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_tenth_distinct_message_and_later_ones_are_combined_into_one_event() {
+    let mut c = Correlator::default();
+    let now = Instant::now();
+    let mut combined = Vec::new();
+    for i in 0..15 {
+        let d = write(
+            &mut c,
+            &event("rs", "SuccessfulDelete", &format!("Deleted pod: p{i}")),
+            now,
+        )
+        .unwrap();
+        if d.combined {
+            combined.push((d.message.clone(), d.existing.map(|(_, _, n)| n)));
+        }
+    }
+    assert_eq!(combined.len(), 6, "messages 10 to 15");
+    assert_eq!(
+        combined[0],
+        ("(combined from similar events): Deleted pod: p9".into(), None),
+        "the first combined event is created"
+    );
+    assert_eq!(
+        combined[5],
+        ("(combined from similar events): Deleted pod: p14".into(), Some(5)),
+        "later ones patch it, counting up"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn identical_events_count_up_and_other_reasons_or_objects_are_apart() {
+    let mut c = Correlator::default();
+    let now = Instant::now();
+    let first = write(&mut c, &event("rs", "SuccessfulCreate", "Created pod: a"), now).unwrap();
+    assert_eq!(first.existing, None);
+    let again = write(&mut c, &event("rs", "SuccessfulCreate", "Created pod: a"), now).unwrap();
+    assert_eq!(again.existing.map(|(_, _, n)| n), Some(1));
+    for i in 0..9 {
+        let d = write(&mut c, &event("rs", "FailedCreate", &format!("e{i}")), now).unwrap();
+        assert!(!d.combined, "another reason has its own count of similar events");
+        let d = write(&mut c, &event("other", "SuccessfulCreate", &format!("m{i}")), now).unwrap();
+        assert!(!d.combined, "another object too");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn similar_events_more_than_ten_minutes_apart_start_afresh() {
+    let mut c = Correlator::default();
+    for i in 0..9 {
+        write(
+            &mut c,
+            &event("rs", "SuccessfulDelete", &format!("m{i}")),
+            Instant::now(),
+        );
+    }
+    tokio::time::advance(AGGREGATE_INTERVAL + Duration::from_secs(1)).await;
+    let d = write(&mut c, &event("rs", "SuccessfulDelete", "m9"), Instant::now()).unwrap();
+    assert!(!d.combined);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_spam_filter_passes_25_per_object_then_one_per_five_minutes() {
+    let mut c = Correlator::default();
+    let passed = (0..100)
+        .filter(|i| {
+            write(
+                &mut c,
+                &event("rs", "SuccessfulCreate", &format!("m{i}")),
+                Instant::now(),
+            )
+            .is_some()
+        })
+        .count();
+    assert_eq!(passed, 25);
+    assert!(
+        write(&mut c, &event("another", "SuccessfulCreate", "m"), Instant::now()).is_some(),
+        "per object"
+    );
+    tokio::time::advance(SPAM_REFILL).await;
+    assert!(write(&mut c, &event("rs", "SuccessfulCreate", "late"), Instant::now()).is_some());
+    assert!(write(&mut c, &event("rs", "SuccessfulCreate", "later"), Instant::now()).is_none());
+}
+
+#[test]
+fn caches_are_bounded() {
+    let mut b: Bounded<u8> = Bounded::default();
+    for i in 0..(CACHE_ENTRIES + 10) {
+        b.put(format!("k{i}"), 0);
+        if i == CACHE_ENTRIES - 1 {
+            // Touched recently: survives the evictions below.
+            let _ = b.get("k0");
+        }
+    }
+    assert_eq!(b.entries.len(), CACHE_ENTRIES);
+    assert!(b.get("k0").is_some());
+    assert!(b.get("k1").is_none());
+}
