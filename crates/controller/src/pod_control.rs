@@ -31,6 +31,17 @@ pub trait PodControl: Send + Sync + 'static {
         owner: &Owner,
         template: &PodTemplateSpec,
     ) -> impl Future<Output = Result<Pod, ControlError>> + Send;
+    /// Creates a pod from `template` named `<generate_name><random>` (the Job controller's indexed
+    /// pods). The default ignores the name, for fakes that do not care.
+    fn create_pod_with_generate_name(
+        &self,
+        owner: &Owner,
+        template: &PodTemplateSpec,
+        generate_name: &str,
+    ) -> impl Future<Output = Result<Pod, ControlError>> + Send {
+        let _ = generate_name;
+        self.create_pod(owner, template)
+    }
     /// Deletes `pod` if it still has the same UID.
     fn delete_pod(&self, owner: &Owner, pod: &Pod) -> impl Future<Output = Result<(), ControlError>> + Send;
     /// Applies a strategic-merge patch to a pod (adoption, release).
@@ -106,9 +117,9 @@ impl KubePodControl {
     }
 }
 
-impl PodControl for KubePodControl {
-    async fn create_pod(&self, owner: &Owner, template: &PodTemplateSpec) -> Result<Pod, ControlError> {
-        let pod = pod_from_template(owner, template)?;
+impl KubePodControl {
+    /// Creates `pod` and records the event upstream's `RealPodControl` records.
+    async fn create(&self, owner: &Owner, pod: Pod) -> Result<Pod, ControlError> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &owner.namespace);
         match api.create(&PostParams::default(), &pod).await {
             Ok(created) => {
@@ -135,7 +146,24 @@ impl PodControl for KubePodControl {
             }
         }
     }
+}
 
+impl PodControl for KubePodControl {
+    async fn create_pod(&self, owner: &Owner, template: &PodTemplateSpec) -> Result<Pod, ControlError> {
+        let pod = pod_from_template(owner, template)?;
+        self.create(owner, pod).await
+    }
+
+    async fn create_pod_with_generate_name(
+        &self,
+        owner: &Owner,
+        template: &PodTemplateSpec,
+        generate_name: &str,
+    ) -> Result<Pod, ControlError> {
+        let mut pod = pod_from_template(owner, template)?;
+        pod.metadata.generate_name = Some(generate_name.to_owned());
+        self.create(owner, pod).await
+    }
     async fn delete_pod(&self, owner: &Owner, pod: &Pod) -> Result<(), ControlError> {
         let name = pod.metadata.name.clone().unwrap_or_default();
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &owner.namespace);

@@ -1,0 +1,184 @@
+//! Which active pods a Job deletes first (upstream `controller.ActivePods`): pods in the earliest
+//! stage go first, so that the least work is lost.
+//!
+//! Each pod gets a key with a derived `Ord`, so the order is total by construction: Rust's sorts may
+//! panic on a comparator that is not (the ReplicaSet ranking did, see `controller::ranking`). Upstream's
+//! tiers have no time buckets, so every pair it orders, this orders the same way; pods equal in every
+//! tier, which upstream leaves to its unstable sort, are ordered by UID and then name.
+
+use std::{cmp::Reverse, sync::Arc};
+
+use controller::pod_util::{is_ready, max_container_restarts, phase, ready_since};
+use k8s_openapi::api::core::v1::Pod;
+
+/// A time in a tier: absent (zero) first, then later first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LaterFirst {
+    Zero,
+    At(Reverse<i128>),
+}
+
+impl LaterFirst {
+    fn of(t: Option<k8s_openapi::jiff::Timestamp>) -> Self {
+        match t {
+            Some(t) if t != k8s_openapi::jiff::Timestamp::UNIX_EPOCH => {
+                LaterFirst::At(Reverse(t.as_nanosecond()))
+            }
+            _ => LaterFirst::Zero,
+        }
+    }
+}
+
+/// One pod's place in the deletion order; smaller goes first.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DeletionKey<'a> {
+    /// 1. Not yet on a node first.
+    pub assigned: bool,
+    /// 2. Pending, then Unknown, then Running (other phases rank with Pending, as upstream's map lookup).
+    pub phase: u8,
+    /// 3. Not ready first.
+    pub ready: bool,
+    /// 4. Both ready: ready more recently first (only set for ready pods).
+    pub ready_since: LaterFirst,
+    /// 5. More container restarts first.
+    pub restarts: Reverse<i32>,
+    /// 6. Created more recently first.
+    pub created: LaterFirst,
+    /// Equal in every tier: a stable, arbitrary choice.
+    pub uid: &'a str,
+    pub name: &'a str,
+}
+
+impl<'a> DeletionKey<'a> {
+    pub fn of(p: &'a Pod) -> Self {
+        let ready = is_ready(p);
+        DeletionKey {
+            assigned: p
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .is_some_and(|n| !n.is_empty()),
+            phase: match phase(p) {
+                "Unknown" => 1,
+                "Running" => 2,
+                _ => 0,
+            },
+            ready,
+            ready_since: if ready {
+                LaterFirst::of(ready_since(p))
+            } else {
+                LaterFirst::Zero
+            },
+            restarts: Reverse(max_container_restarts(p)),
+            created: LaterFirst::of(p.metadata.creation_timestamp.as_ref().map(|t| t.0)),
+            uid: p.metadata.uid.as_deref().unwrap_or(""),
+            name: p.metadata.name.as_deref().unwrap_or(""),
+        }
+    }
+}
+
+/// Sorts pods so that the ones to delete first come first.
+pub fn sort_for_deletion(pods: &mut [Arc<Pod>]) {
+    pods.sort_by_cached_key(|p| {
+        let k = DeletionKey::of(p);
+        (
+            k.assigned,
+            k.phase,
+            k.ready,
+            k.ready_since,
+            k.restarts,
+            k.created,
+            k.uid.to_owned(),
+            k.name.to_owned(),
+        )
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::fixtures::pod;
+
+    #[test]
+    fn earliest_stage_first() {
+        let mut pods = vec![
+            pod("running-ready").node("n").ready().build(),
+            pod("running").node("n").running().build(),
+            pod("pending-on-node").node("n").build(),
+            pod("unassigned").build(),
+            pod("restarted").node("n").running().restarts(3).build(),
+            pod("newer").node("n").running().created(10).build(),
+        ];
+        sort_for_deletion(&mut pods);
+        let names: Vec<_> = pods.iter().map(|p| p.metadata.name.clone().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "unassigned",
+                "pending-on-node",
+                "restarted",
+                "newer",
+                "running",
+                "running-ready"
+            ]
+        );
+    }
+
+    fn arb_pod() -> impl Strategy<Value = Arc<Pod>> {
+        (
+            any::<bool>(),
+            0..4u8,
+            any::<bool>(),
+            0..3i64,
+            0..3i32,
+            0..3i64,
+            0..4u8,
+        )
+            .prop_map(|(node, ph, ready, since, restarts, created, uid)| {
+                let mut b = pod(&format!("p{uid}")).created(created).restarts(restarts);
+                if node {
+                    b = b.node("n");
+                }
+                b = b.phase(["Pending", "Unknown", "Running", "Weird"][usize::from(ph)]);
+                let mut p = (*b.build()).clone();
+                if ready {
+                    p.status.as_mut().unwrap().conditions =
+                        Some(vec![k8s_openapi::api::core::v1::PodCondition {
+                            type_: "Ready".into(),
+                            status: "True".into(),
+                            last_transition_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                                crate::fixtures::ts(since),
+                            )),
+                            ..Default::default()
+                        }]);
+                }
+                Arc::new(p)
+            })
+    }
+
+    proptest! {
+        /// The key order is a total order (antisymmetric, transitive) and sorting never panics, with
+        /// many exact time ties.
+        #[test]
+        fn deletion_order_is_total(pods in proptest::collection::vec(arb_pod(), 0..30)) {
+            let keys: Vec<DeletionKey<'_>> = pods.iter().map(|p| DeletionKey::of(p)).collect();
+            for a in &keys {
+                for b in &keys {
+                    prop_assert_eq!(a.cmp(b), b.cmp(a).reverse());
+                    for c in &keys {
+                        if a <= b && b <= c {
+                            prop_assert!(a <= c);
+                        }
+                    }
+                }
+            }
+            let mut sorted = pods.clone();
+            sort_for_deletion(&mut sorted);
+            for w in sorted.windows(2) {
+                prop_assert!(DeletionKey::of(&w[0]) <= DeletionKey::of(&w[1]));
+            }
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! The delay before re-creating pods after failures (upstream `backoff_utils.go`): 10 s doubled per
+//! consecutive failure since the last success, at most 10 minutes, counted from the last failure's
+//! finish time. Kept in memory per Job, as upstream: a restart forgets it.
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
+use parking_lot::Mutex;
+
+use crate::spec::index_absolute_failure_count;
+
+/// The first re-creation delay (upstream `DefaultJobPodFailureBackOff`).
+pub const DEFAULT_POD_FAILURE_BACKOFF: Duration = Duration::from_secs(10);
+/// The longest re-creation delay (upstream `MaxJobPodFailureBackOff`).
+pub const MAX_POD_FAILURE_BACKOFF: Duration = Duration::from_secs(10 * 60);
+
+/// Failures since the last success, and when the last of them finished.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BackoffRecord {
+    pub failures_after_last_success: i32,
+    pub last_failure_time: Option<Timestamp>,
+}
+
+impl BackoffRecord {
+    /// The record after newly finished pods (upstream `newBackoffRecord`): failures add up while
+    /// nothing succeeds; a success resets the count to the failures that finished after it.
+    #[must_use]
+    pub fn with_finished(self, succeeded: &[Arc<Pod>], failed: &[Arc<Pod>]) -> Self {
+        let last_success = succeeded.iter().map(|p| finished_time(p)).max();
+        let mut failed_times: Vec<Timestamp> = failed.iter().map(|p| finished_time(p)).collect();
+        failed_times.sort_unstable();
+        match last_success {
+            None if failed_times.is_empty() => self,
+            None => BackoffRecord {
+                failures_after_last_success: self
+                    .failures_after_last_success
+                    .saturating_add(crate::spec::len_i32(failed_times.len())),
+                last_failure_time: failed_times.last().copied(),
+            },
+            Some(success) => {
+                let after: Vec<Timestamp> = failed_times.into_iter().filter(|t| *t > success).collect();
+                BackoffRecord {
+                    failures_after_last_success: crate::spec::len_i32(after.len()),
+                    last_failure_time: after.last().copied(),
+                }
+            }
+        }
+    }
+
+    /// How long to wait before creating pods again.
+    pub fn remaining(&self, now: Timestamp) -> Duration {
+        remaining_for_failures(self.failures_after_last_success, self.last_failure_time, now)
+    }
+}
+
+/// The delay for an index whose last failed pod is `last_failed` (upstream
+/// `getRemainingTimePerIndex`): that pod's failures so far plus its own.
+pub fn remaining_for_index(last_failed: Option<&Pod>, now: Timestamp) -> Duration {
+    let Some(p) = last_failed else {
+        return Duration::ZERO;
+    };
+    let failures = index_absolute_failure_count(p).saturating_add(1);
+    remaining_for_failures(failures, Some(finished_time(p)), now)
+}
+
+/// `DEFAULT × 2^(failures−1)`, capped, minus the time since the last failure; zero once past.
+pub fn remaining_for_failures(failures: i32, last_failure: Option<Timestamp>, now: Timestamp) -> Duration {
+    if failures <= 0 {
+        return Duration::ZERO;
+    }
+    let mut delay = DEFAULT_POD_FAILURE_BACKOFF;
+    for _ in 1..failures {
+        delay = delay.saturating_mul(2);
+        if delay >= MAX_POD_FAILURE_BACKOFF {
+            delay = MAX_POD_FAILURE_BACKOFF;
+            break;
+        }
+    }
+    let Some(last) = last_failure else {
+        return delay;
+    };
+    let elapsed_ms = now.as_millisecond() - last.as_millisecond();
+    let elapsed = Duration::from_millis(u64::try_from(elapsed_ms).unwrap_or(0));
+    if elapsed_ms < 0 {
+        // A finish time in the future (clock skew): the whole delay is still ahead.
+        return delay;
+    }
+    delay.saturating_sub(elapsed)
+}
+
+/// When a pod finished: the latest container termination if every container terminated, else the
+/// Ready=False transition, else the deletion time minus its grace period, else its creation
+/// (upstream `getFinishedTime`).
+pub fn finished_time(p: &Pod) -> Timestamp {
+    let status = p.status.as_ref();
+    let from_containers = status.and_then(|s| s.container_statuses.as_ref()).and_then(|cs| {
+        let mut latest: Option<Timestamp> = None;
+        for c in cs {
+            let t = c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref()?.0;
+            if t == Timestamp::UNIX_EPOCH {
+                return None;
+            }
+            latest = Some(latest.map_or(t, |l| l.max(t)));
+        }
+        latest
+    });
+    if let Some(t) = from_containers {
+        return t;
+    }
+    let ready_false = status
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        .filter(|c| c.status == "False")
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(|t| t.0)
+        .filter(|t| *t != Timestamp::UNIX_EPOCH);
+    if let Some(t) = ready_false {
+        return t;
+    }
+    if let Some(d) = &p.metadata.deletion_timestamp {
+        let grace = p.metadata.deletion_grace_period_seconds.unwrap_or(0);
+        return d
+            .0
+            .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(grace))
+            .unwrap_or(d.0);
+    }
+    p.metadata
+        .creation_timestamp
+        .as_ref()
+        .map_or(Timestamp::UNIX_EPOCH, |t| t.0)
+}
+
+/// The backoff records of every Job, by key.
+#[derive(Debug, Default)]
+pub struct BackoffStore {
+    records: Mutex<HashMap<String, BackoffRecord>>,
+}
+
+impl BackoffStore {
+    pub fn get(&self, key: &str) -> BackoffRecord {
+        self.records.lock().get(key).copied().unwrap_or_default()
+    }
+
+    pub fn update(&self, key: &str, record: BackoffRecord) {
+        self.records.lock().insert(key.to_owned(), record);
+    }
+
+    pub fn remove(&self, key: &str) {
+        self.records.lock().remove(key);
+    }
+}
+
+#[cfg(test)]
+#[path = "backoff_tests.rs"]
+mod tests;

@@ -1,0 +1,354 @@
+//! Wiring: informers and handlers, the `job` and `job_orphan_pod` queues, workers (upstream
+//! `Controller.Run`, `syncJob`'s entry and `syncOrphanPod`).
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use controller::{
+    EventRecorder, Expectations, KubePodControl, PodControl, SystemClock,
+    events::TYPE_WARNING,
+    index::{POD_OWNER_INDEX, orphans_in, owned_by, pod_owner_index},
+    pod_control::{NoWrites, object_reference},
+    pod_util::controller_of,
+    shadow::ShadowState,
+    worker::{DEFAULT_DRAIN_TIMEOUT, Reconciler, WorkerOptions, run_workers},
+};
+use informer::{
+    HandlerRegistration, HasSynced, InformerOptions, MetricsProvider, ObjectKey, SharedInformer,
+    SharedInformerFactory, WorkQueue, wait_for_cache_sync, workqueue::ItemExponentialRateLimiter,
+};
+use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
+use kube::Client;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    backoff::BackoffStore,
+    conditions::{EVENT_UNKNOWN_COMPLETION_MODE, EVENT_UNKNOWN_COMPLETION_MODE_MESSAGE},
+    executor::{Executor, SyncError, remove_finalizer_patch},
+    finalizer_expectations::FinalizerExpectations,
+    handlers::{Handlers, JobHandler, PodHandler},
+    metrics::JobMetrics,
+    plan::{Decision, SyncInput, owner, plan_pods},
+    shadow,
+    spec::{completion_mode_label, has_tracking_finalizer, is_finished, managed_by_external},
+    tracking::ManageOutcome,
+};
+
+/// Workers (kube-controller-manager `--concurrent-job-syncs` default).
+pub const DEFAULT_WORKERS: usize = 5;
+/// The work queues' names, the `name` label of the workqueue metrics (upstream's).
+pub const QUEUE_NAME: &str = "job";
+pub const ORPHAN_QUEUE_NAME: &str = "job_orphan_pod";
+/// The events' source component (upstream: `job-controller`).
+pub const COMPONENT: &str = "job-controller";
+/// The queues' per-item backoff: 1 s doubling to 1 min, no token bucket (upstream
+/// `DefaultJobApiBackOff`, `MaxJobApiBackOff`).
+pub const API_BACKOFF_BASE: Duration = Duration::from_secs(1);
+pub const API_BACKOFF_MAX: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone)]
+pub struct JobOptions {
+    pub workers: usize,
+    /// This process's identity, written as the reportingInstance of its events.
+    pub instance: String,
+}
+
+impl Default for JobOptions {
+    fn default() -> Self {
+        Self {
+            workers: DEFAULT_WORKERS,
+            instance: COMPONENT.to_owned(),
+        }
+    }
+}
+
+/// The Job controller.
+pub struct JobController<P> {
+    handlers: Handlers,
+    pods: SharedInformer<Pod>,
+    registrations: Vec<HandlerRegistration>,
+    executor: Executor<P>,
+    options: JobOptions,
+    sync_metrics: Arc<dyn informer::SyncMetrics>,
+    shadow: Option<Arc<ShadowState>>,
+}
+
+impl<P> std::fmt::Debug for JobController<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobController")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JobController<KubePodControl> {
+    /// A controller writing through `client`, reading through `factory`'s shared informers.
+    pub fn new(
+        factory: &SharedInformerFactory,
+        client: Client,
+        options: JobOptions,
+        metrics: &dyn MetricsProvider,
+        job_metrics: Arc<dyn JobMetrics>,
+    ) -> Self {
+        let recorder = EventRecorder::new(client.clone(), COMPONENT, &options.instance);
+        let control = KubePodControl::new(client.clone(), recorder.clone());
+        Self::with_control(factory, client, control, recorder, options, metrics, job_metrics)
+    }
+}
+
+impl JobController<NoWrites> {
+    /// A read-only controller for shadow mode: plans every sync and records in `state` where the plan
+    /// disagrees with what upstream's controller did.
+    pub fn shadow(
+        factory: &SharedInformerFactory,
+        client: Client,
+        state: Arc<ShadowState>,
+        options: JobOptions,
+        metrics: &dyn MetricsProvider,
+    ) -> Self {
+        let mut c = Self::with_control(
+            factory,
+            client,
+            NoWrites,
+            EventRecorder::in_memory(),
+            options,
+            metrics,
+            Arc::new(crate::metrics::NoJobMetrics),
+        );
+        c.shadow = Some(state);
+        c
+    }
+}
+
+impl<P: PodControl> JobController<P> {
+    pub fn with_control(
+        factory: &SharedInformerFactory,
+        client: Client,
+        control: P,
+        recorder: EventRecorder,
+        options: JobOptions,
+        metrics: &dyn MetricsProvider,
+        job_metrics: Arc<dyn JobMetrics>,
+    ) -> Self {
+        let jobs = factory.namespaced::<Job>(InformerOptions::default());
+        let pods = factory.namespaced::<Pod>(InformerOptions::default());
+        pods.store().add_index(POD_OWNER_INDEX, pod_owner_index());
+        let limiter = || ItemExponentialRateLimiter::new(API_BACKOFF_BASE, API_BACKOFF_MAX);
+        let clock: Arc<dyn controller::Clock> = Arc::new(SystemClock);
+        let handlers = Handlers {
+            jobs: jobs.lister(),
+            pods: pods.lister(),
+            expectations: Arc::new(Expectations::new()),
+            finalizers: Arc::new(FinalizerExpectations::default()),
+            queue: WorkQueue::with_limiter(limiter(), QUEUE_NAME, metrics),
+            orphan_queue: WorkQueue::with_limiter(limiter(), ORPHAN_QUEUE_NAME, metrics),
+            metrics: job_metrics.clone(),
+            clock: clock.clone(),
+        };
+        let registrations = vec![
+            jobs.add_event_handler(JobHandler(handlers.clone()), None),
+            pods.add_event_handler(PodHandler(handlers.clone()), None),
+        ];
+        let executor = Executor {
+            control,
+            client,
+            recorder,
+            expectations: handlers.expectations.clone(),
+            finalizers: handlers.finalizers.clone(),
+            backoff: Arc::new(BackoffStore::default()),
+            clock,
+            metrics: job_metrics,
+        };
+        Self {
+            handlers,
+            pods,
+            registrations,
+            executor,
+            options,
+            sync_metrics: metrics.sync_metrics(QUEUE_NAME),
+            shadow: None,
+        }
+    }
+
+    pub fn has_synced(&self) -> bool {
+        self.registrations.iter().all(HandlerRegistration::has_synced)
+    }
+
+    pub fn queue(&self) -> &WorkQueue<ObjectKey> {
+        &self.handlers.queue
+    }
+
+    /// Runs the Job workers and the orphan-pod worker until `cancel` fires.
+    pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
+        let synced: Vec<&dyn HasSynced> = self.registrations.iter().map(|r| r as &dyn HasSynced).collect();
+        if !wait_for_cache_sync(&cancel, &synced).await {
+            return;
+        }
+        tracing::info!(
+            controller = COMPONENT,
+            workers = self.options.workers,
+            "caches synced; starting workers"
+        );
+        let options = WorkerOptions {
+            workers: self.options.workers,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+        };
+        let orphan_options = WorkerOptions {
+            workers: 1,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+        };
+        let queue = self.handlers.queue.clone();
+        let orphan_queue = self.handlers.orphan_queue.clone();
+        let metrics = self.sync_metrics.clone();
+        let orphans = Arc::new(OrphanPods(self.clone()));
+        tokio::join!(
+            run_workers(COMPONENT, self, queue, metrics.clone(), options, cancel.clone()),
+            run_workers(COMPONENT, orphans, orphan_queue, metrics, orphan_options, cancel),
+        );
+        tracing::info!(controller = COMPONENT, "stopped");
+    }
+
+    /// One sync of the Job at `key` (upstream `syncJob`).
+    pub async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
+        let started = tokio::time::Instant::now();
+        let h = &self.handlers;
+        let Some(job) = h.jobs.get(key.namespace(), key.name()) else {
+            h.expectations.delete(key.as_str());
+            h.finalizers.delete(key.as_str());
+            self.executor.backoff.remove(key.as_str());
+            if let Some(state) = &self.shadow {
+                state.forget(COMPONENT, key.as_str());
+            }
+            return Ok(None);
+        };
+        let satisfied = h.expectations.satisfied(key.as_str());
+        let candidates = self.candidates(&job);
+        let expected = h.finalizers.expected(key.as_str());
+        let input = SyncInput {
+            job: &job,
+            candidates: &candidates,
+            expectations_satisfied: satisfied,
+            expected_rm_finalizers: &expected,
+            backoff: self.executor.backoff.get(key.as_str()),
+            now: self.executor.clock.now(),
+        };
+        let plan = match plan_pods(&input) {
+            Ok(Decision::Sync(plan)) => *plan,
+            Ok(Decision::ManagedExternally(name)) => {
+                tracing::debug!(job = %key, controller = name, "managed by another controller; skipping");
+                return Ok(None);
+            }
+            Ok(Decision::Finished) => {
+                self.executor.backoff.remove(key.as_str());
+                return Ok(None);
+            }
+            Ok(Decision::UnknownCompletionMode) => {
+                self.executor.recorder.record(
+                    &object_reference(&owner(&job)),
+                    TYPE_WARNING,
+                    EVENT_UNKNOWN_COMPLETION_MODE,
+                    EVENT_UNKNOWN_COMPLETION_MODE_MESSAGE.to_owned(),
+                );
+                return Ok(None);
+            }
+            Err(e) => {
+                // Only a change to the Job can fix it; other Jobs go on.
+                tracing::error!(job = %key, "{e}");
+                return Ok(None);
+            }
+        };
+        if let Some(state) = &self.shadow {
+            let status = plan.status_plan(&ManageOutcome::assumed(&plan.action));
+            let full = crate::plan::FullPlan { sync: plan, status };
+            let differences = shadow::differences(&job, &full);
+            return Ok(state.observe(
+                COMPONENT,
+                key.as_str(),
+                shadow::fingerprint(&job, &candidates),
+                differences,
+            ));
+        }
+        let mode = completion_mode_label(&job);
+        let action = plan.metrics_action;
+        let result = self.executor.execute(plan).await;
+        let outcome = if result.is_ok() { "success" } else { "error" };
+        self.executor
+            .metrics
+            .job_sync(mode, outcome, action, started.elapsed());
+        result
+    }
+
+    /// The Job's own pods and the orphans of its namespace.
+    fn candidates(&self, job: &Job) -> Vec<Arc<Pod>> {
+        let store = self.pods.store();
+        let uid = job.metadata.uid.as_deref().unwrap_or_default();
+        let ns = job.metadata.namespace.as_deref().unwrap_or_default();
+        let mut pods = store
+            .by_index(POD_OWNER_INDEX, &owned_by(uid))
+            .unwrap_or_default();
+        pods.extend(
+            store
+                .by_index(POD_OWNER_INDEX, &orphans_in(ns))
+                .unwrap_or_default(),
+        );
+        pods
+    }
+
+    /// Removes the tracking finalizer of a pod no live, unfinished Job of ours owns (upstream
+    /// `syncOrphanPod`). Pods of other controllers and of externally managed Jobs are left alone.
+    pub async fn sync_orphan(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
+        let Some(pod) = self.pods.lister().get(key.namespace(), key.name()) else {
+            return Ok(None);
+        };
+        if let Some(r) = controller_of(&pod.metadata) {
+            if r.kind != "Job" || r.api_version != "batch/v1" {
+                return Ok(None);
+            }
+            let job = self
+                .handlers
+                .jobs
+                .get(pod.metadata.namespace.as_deref(), &r.name)
+                .filter(|j| j.metadata.uid.as_deref() == Some(r.uid.as_str()));
+            if let Some(job) = &job
+                && (managed_by_external(job).is_some() || !is_finished(job))
+            {
+                return Ok(None);
+            }
+        }
+        if !has_tracking_finalizer(&pod.metadata) || self.shadow.is_some() {
+            return Ok(None);
+        }
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("");
+        let name = pod.metadata.name.as_deref().unwrap_or("");
+        match self
+            .executor
+            .control
+            .patch_pod(ns, name, &remove_finalizer_patch())
+            .await
+        {
+            Err(e) if !e.is_not_found() => Err(SyncError::Finalizers {
+                key: key.clone(),
+                source: e,
+            }),
+            _ => Ok(None),
+        }
+    }
+}
+
+impl<P: PodControl> Reconciler for JobController<P> {
+    type Error = SyncError;
+
+    fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, SyncError>> + Send {
+        JobController::sync(self, key)
+    }
+}
+
+/// The orphan-pod worker's view of the controller.
+struct OrphanPods<P>(Arc<JobController<P>>);
+
+impl<P: PodControl> Reconciler for OrphanPods<P> {
+    type Error = SyncError;
+
+    fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, SyncError>> + Send {
+        self.0.sync_orphan(key)
+    }
+}

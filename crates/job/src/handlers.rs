@@ -1,0 +1,263 @@
+//! Informer event handlers: which Jobs a change concerns, and which pods need their finalizer
+//! removed by the orphan worker (upstream `addPod`, `updatePod`, `deletePod`, `addJob`, `updateJob`,
+//! `deleteJob`).
+
+use std::{sync::Arc, time::Duration};
+
+use controller::{Clock, Expectations, pod_util::controller_of};
+use informer::{DeletedObject, EventHandler, LabelMatcher, Lister, ObjectKey, WorkQueue};
+use k8s_openapi::{
+    api::{batch::v1::Job, core::v1::Pod},
+    apimachinery::pkg::apis::meta::v1::OwnerReference,
+};
+
+use crate::{
+    finalizer_expectations::FinalizerExpectations,
+    manage::SYNC_JOB_BATCH_PERIOD,
+    metrics::{EVENT_ADD, EVENT_DELETE, JobMetrics},
+    plan::selector,
+    spec::{has_tracking_finalizer, is_finished, managed_by_external, phase},
+};
+
+/// What the handlers share with the controller.
+#[derive(Clone)]
+pub struct Handlers {
+    pub jobs: Lister<Job>,
+    pub pods: Lister<Pod>,
+    pub expectations: Arc<Expectations>,
+    pub finalizers: Arc<FinalizerExpectations>,
+    pub queue: WorkQueue<ObjectKey>,
+    /// Pods whose finalizer must go because no live, unfinished Job of ours owns them.
+    pub orphan_queue: WorkQueue<ObjectKey>,
+    pub metrics: Arc<dyn JobMetrics>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Handlers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handlers").finish_non_exhaustive()
+    }
+}
+
+impl Handlers {
+    fn resolve(&self, namespace: Option<&str>, r: &OwnerReference) -> Option<Arc<Job>> {
+        if r.kind != "Job" {
+            return None;
+        }
+        self.jobs
+            .get(namespace, &r.name)
+            .filter(|j| j.metadata.uid.as_deref() == Some(r.uid.as_str()))
+    }
+
+    /// Jobs whose selector matches the pod (upstream `GetPodJobs`).
+    fn matching(&self, pod: &Pod) -> Vec<Arc<Job>> {
+        let Some(ns) = pod.metadata.namespace.as_deref() else {
+            return Vec::new();
+        };
+        let jobs: Vec<_> = self
+            .jobs
+            .list_namespace(ns, &LabelMatcher::Everything)
+            .into_iter()
+            .filter(|j| match selector(j) {
+                Ok(m @ LabelMatcher::Match(_)) => m.matches_labels(pod.metadata.labels.as_ref()),
+                _ => false,
+            })
+            .collect();
+        if jobs.len() > 1 {
+            tracing::warn!(pod = ?pod.metadata.name, "user error: more than one Job selects this pod's labels");
+        }
+        jobs
+    }
+
+    /// Pod events are batched: many within a second make one sync.
+    fn enqueue_batched(&self, job: &Job) {
+        self.queue.add_after(ObjectKey::of(job), SYNC_JOB_BATCH_PERIOD);
+    }
+
+    fn enqueue_orphan(&self, pod: &Pod) {
+        self.orphan_queue.add(ObjectKey::of(pod));
+    }
+
+    /// A pod going away (`last`: the final delete, not a deletionTimestamp update).
+    fn pod_deleted(&self, pod: &Pod, last: bool) {
+        let has_finalizer = has_tracking_finalizer(&pod.metadata);
+        let Some(r) = controller_of(&pod.metadata) else {
+            // Possibly a Job's pod whose reference the garbage collector removed.
+            if has_finalizer {
+                self.enqueue_orphan(pod);
+            }
+            return;
+        };
+        let Some(job) = self
+            .resolve(pod.metadata.namespace.as_deref(), r)
+            .filter(|j| !is_finished(j))
+        else {
+            // No sync of a live Job will remove this finalizer.
+            if has_finalizer {
+                self.enqueue_orphan(pod);
+            }
+            return;
+        };
+        let key = ObjectKey::of(&*job);
+        self.expectations
+            .deletion_observed(key.as_str(), ObjectKey::of(pod).as_str());
+        if last || !has_finalizer {
+            self.finalizers
+                .removal_observed(key.as_str(), pod.metadata.uid.as_deref().unwrap_or(""));
+        }
+        self.enqueue_batched(&job);
+    }
+
+    /// Queues the finalizer removal of every pod of a finished or deleted Job that still has it.
+    fn cleanup_pod_finalizers(&self, job: &Job) {
+        let Ok(matcher) = selector(job) else { return };
+        let ns = job.metadata.namespace.as_deref().unwrap_or("");
+        let uid = job.metadata.uid.as_deref().unwrap_or("");
+        for pod in self.pods.list_namespace(ns, &matcher) {
+            if controller::pod_util::is_controlled_by(&pod.metadata, uid)
+                && has_tracking_finalizer(&pod.metadata)
+            {
+                self.enqueue_orphan(&pod);
+            }
+        }
+    }
+
+    /// `terminated_pods_tracking_finalizer_total`: a finished pod gained or lost the finalizer.
+    fn record_finished_with_finalizer(&self, old: Option<&Pod>, cur: Option<&Pod>) {
+        let f = |p: Option<&Pod>| {
+            p.is_some_and(|p| {
+                matches!(phase(p), "Succeeded" | "Failed") && has_tracking_finalizer(&p.metadata)
+            })
+        };
+        let (was, is) = (f(old), f(cur));
+        if was != is {
+            self.metrics
+                .terminated_pod_tracking_finalizer(if is { EVENT_ADD } else { EVENT_DELETE });
+        }
+    }
+}
+
+/// Handles Job events.
+#[derive(Debug, Clone)]
+pub struct JobHandler(pub Handlers);
+
+impl EventHandler<Job> for JobHandler {
+    fn on_add(&self, job: &Arc<Job>, _: bool) {
+        self.0.queue.add(ObjectKey::of(&**job));
+        if let Some(name) = managed_by_external(job) {
+            self.0.metrics.job_by_external_controller(name);
+        }
+    }
+
+    /// Spec changes sync at once, status-only changes batched; a changed deadline is looked at when
+    /// it falls; a finished Job's pods lose their finalizers through the orphan queue (a backup: the
+    /// Job should not have finished with any left).
+    fn on_update(&self, old: &Arc<Job>, cur: &Arc<Job>) {
+        let h = &self.0;
+        let key = ObjectKey::of(&**cur);
+        if cur.metadata.generation == old.metadata.generation {
+            h.queue.add_after(key.clone(), SYNC_JOB_BATCH_PERIOD);
+        } else {
+            h.queue.add(key.clone());
+        }
+        if is_finished(cur) {
+            h.cleanup_pod_finalizers(cur);
+        }
+        let start = cur.status.as_ref().and_then(|s| s.start_time.as_ref());
+        let cur_ads = cur.spec.as_ref().and_then(|s| s.active_deadline_seconds);
+        let old_ads = old.spec.as_ref().and_then(|s| s.active_deadline_seconds);
+        if let (Some(start), Some(ads)) = (start, cur_ads)
+            && old_ads != Some(ads)
+        {
+            let passed_ms = h.clock.now().as_millisecond() - start.0.as_millisecond();
+            let left_ms = ads.saturating_mul(1000) - passed_ms;
+            h.queue
+                .add_after(key, Duration::from_millis(u64::try_from(left_ms).unwrap_or(0)));
+        }
+    }
+
+    fn on_delete(&self, job: &DeletedObject<Job>) {
+        let job = job.object();
+        self.0.queue.add(ObjectKey::of(&**job));
+        self.0.cleanup_pod_finalizers(job);
+    }
+}
+
+/// Handles pod events.
+#[derive(Debug, Clone)]
+pub struct PodHandler(pub Handlers);
+
+impl EventHandler<Pod> for PodHandler {
+    fn on_add(&self, pod: &Arc<Pod>, _: bool) {
+        let h = &self.0;
+        h.record_finished_with_finalizer(None, Some(pod));
+        if pod.metadata.deletion_timestamp.is_some() {
+            // Seen already being deleted (after a restart): not a creation.
+            h.pod_deleted(pod, false);
+            return;
+        }
+        if let Some(r) = controller_of(&pod.metadata) {
+            if let Some(job) = h.resolve(pod.metadata.namespace.as_deref(), r) {
+                h.expectations.creation_observed(ObjectKey::of(&*job).as_str());
+                h.enqueue_batched(&job);
+            }
+            return;
+        }
+        if has_tracking_finalizer(&pod.metadata) {
+            h.enqueue_orphan(pod);
+        }
+        for job in h.matching(pod) {
+            h.enqueue_batched(&job);
+        }
+    }
+
+    fn on_update(&self, old: &Arc<Pod>, cur: &Arc<Pod>) {
+        let h = &self.0;
+        h.record_finished_with_finalizer(Some(old), Some(cur));
+        if old.metadata.resource_version == cur.metadata.resource_version {
+            return;
+        }
+        if cur.metadata.deletion_timestamp.is_some() {
+            // Replace the pod as soon as it starts terminating (unless only failed pods are).
+            h.pod_deleted(cur, false);
+            return;
+        }
+        // Look at the current pod only: updates may collapse a re-add and removal of the finalizer.
+        let finalizer_removed = !has_tracking_finalizer(&cur.metadata);
+        let uid = cur.metadata.uid.as_deref().unwrap_or("");
+        let (cur_ref, old_ref) = (controller_of(&cur.metadata), controller_of(&old.metadata));
+        let ref_changed = cur_ref != old_ref;
+        if ref_changed
+            && let Some(r) = old_ref
+            && let Some(job) = h.resolve(old.metadata.namespace.as_deref(), r)
+        {
+            if finalizer_removed {
+                h.finalizers.removal_observed(ObjectKey::of(&*job).as_str(), uid);
+            }
+            h.enqueue_batched(&job);
+        }
+        if let Some(r) = cur_ref {
+            if let Some(job) = h.resolve(cur.metadata.namespace.as_deref(), r) {
+                if finalizer_removed {
+                    h.finalizers.removal_observed(ObjectKey::of(&*job).as_str(), uid);
+                }
+                h.enqueue_batched(&job);
+            }
+            return;
+        }
+        if has_tracking_finalizer(&cur.metadata) {
+            h.enqueue_orphan(cur);
+        }
+        if old.metadata.labels != cur.metadata.labels || ref_changed {
+            for job in h.matching(cur) {
+                h.enqueue_batched(&job);
+            }
+        }
+    }
+
+    fn on_delete(&self, pod: &DeletedObject<Pod>) {
+        let pod = pod.object();
+        self.0.record_finished_with_finalizer(Some(pod), None);
+        self.0.pod_deleted(pod, true);
+    }
+}

@@ -1,0 +1,557 @@
+//! Cases after upstream's `TestControllerSyncJob`, `TestSyncJobPastDeadline`,
+//! `TestSyncJobWithJobPodFailurePolicy`, `TestSyncJobWithJobBackoffLimitPerIndex`,
+//! `TestSyncJobWithJobSuccessPolicy` and `TestTrackJobStatusAndRemoveFinalizers`, run through the
+//! whole plan assuming every write succeeds.
+
+use std::collections::HashSet;
+
+use k8s_openapi::api::batch::v1::{SuccessPolicy, SuccessPolicyRule, UncountedTerminatedPods};
+
+use super::*;
+use crate::{
+    fixtures::*,
+    manage::{MAX_POD_CREATE_DELETE_PER_SYNC, PodAction},
+    tracking::{AfterRemoval, MAX_UNCOUNTED_PODS},
+};
+
+pub(crate) const NOW: i64 = 100;
+
+pub(crate) fn input<'a>(job: &'a Job, pods: &'a [Arc<Pod>], none: &'a HashSet<String>) -> SyncInput<'a> {
+    SyncInput {
+        job,
+        candidates: pods,
+        expectations_satisfied: true,
+        expected_rm_finalizers: none,
+        backoff: BackoffRecord::default(),
+        now: ts(NOW),
+    }
+}
+
+pub(crate) fn full(job: &Job, pods: &[Arc<Pod>]) -> FullPlan {
+    let none = HashSet::new();
+    match plan_sync(&input(job, pods, &none)).unwrap() {
+        Decision::Sync(p) => *p,
+        other => panic!("not synced: {other:?}"),
+    }
+}
+
+/// The status after every finalizer removal succeeded.
+pub(crate) fn after(p: &FullPlan) -> AfterRemoval {
+    let removed = p
+        .status
+        .remove_finalizers
+        .iter()
+        .map(|p| p.metadata.uid.clone().unwrap())
+        .collect();
+    p.status.after_removal(&removed, false, ts(NOW))
+}
+
+fn creates(p: &FullPlan) -> usize {
+    match &p.sync.action {
+        PodAction::Create(c) => c.count,
+        _ => 0,
+    }
+}
+
+fn deleted(p: &FullPlan) -> Vec<String> {
+    p.sync
+        .action
+        .deletions()
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap())
+        .collect()
+}
+
+fn cond(s: &JobStatus, t: &str) -> Option<(String, String)> {
+    s.conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == t)
+        .map(|c| (c.status.clone(), c.reason.clone().unwrap_or_default()))
+}
+
+fn running(n: usize) -> Vec<Arc<Pod>> {
+    (0..n)
+        .map(|i| pod(&format!("r{i}")).node("n").running().build())
+        .collect()
+}
+
+#[test]
+fn job_start_creates_parallelism_pods_and_sets_start_time() {
+    let j = job(2, Some(5));
+    let p = full(&j, &[]);
+    assert_eq!(creates(&p), 2);
+    let PodAction::Create(c) = &p.sync.action else {
+        unreachable!()
+    };
+    assert!(
+        c.template
+            .metadata
+            .as_ref()
+            .unwrap()
+            .finalizers
+            .as_ref()
+            .unwrap()
+            .contains(&JOB_TRACKING_FINALIZER.to_owned())
+    );
+    assert!(p.status.flush_first);
+    assert_eq!(
+        (
+            p.status.status.active,
+            p.status.status.ready,
+            p.status.status.terminating
+        ),
+        (Some(2), Some(0), Some(0))
+    );
+    assert_eq!(p.status.status.start_time.as_ref().map(|t| t.0), Some(ts(NOW)));
+    assert_eq!(p.sync.metrics_action, crate::metrics::ACTION_PODS_CREATED);
+}
+
+#[test]
+fn too_many_pods_deletes_the_earliest_stage_first() {
+    let j = job(2, Some(5));
+    let mut pods = running(2);
+    pods.push(pod("pending").build());
+    let p = full(&j, &pods);
+    assert_eq!(deleted(&p), ["pending"]);
+    assert_eq!(p.status.status.active, Some(2));
+    assert_eq!(p.status.status.terminating, Some(1));
+}
+
+#[test]
+fn no_writes_while_expectations_are_pending() {
+    let j = job(2, Some(5));
+    let none = HashSet::new();
+    let mut i = input(&j, &[], &none);
+    i.expectations_satisfied = false;
+    let Decision::Sync(p) = plan_pods(&i).unwrap() else {
+        panic!()
+    };
+    assert!(matches!(p.action, PodAction::None));
+    assert!(!p.manage_called);
+}
+
+#[test]
+fn completions_reached_interim_then_complete() {
+    let j = job(2, Some(2));
+    let pods = vec![pod("a").succeeded().build(), pod("b").succeeded().build()];
+    let p = full(&j, &pods);
+    assert_eq!(p.status.remove_finalizers.len(), 2);
+    assert_eq!(
+        p.status
+            .status
+            .uncounted_terminated_pods
+            .as_ref()
+            .unwrap()
+            .succeeded
+            .as_ref()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        cond(&p.status.status, "SuccessCriteriaMet"),
+        Some(("True".into(), "CompletionsReached".into()))
+    );
+    assert_eq!(
+        cond(&p.status.status, "Complete"),
+        None,
+        "not before the pods are counted"
+    );
+    let a = after(&p);
+    assert_eq!(a.status.succeeded, Some(2));
+    assert_eq!(
+        cond(&a.status, "Complete"),
+        Some(("True".into(), "CompletionsReached".into()))
+    );
+    assert!(a.status.completion_time.is_some());
+    let events = crate::tracking::finished_events(Some(2), 2, a.finished.as_ref().unwrap());
+    assert_eq!(events[0].reason, "Completed");
+}
+
+#[test]
+fn work_queue_mode_waits_for_the_active_pods_after_a_success() {
+    let j = job(2, None);
+    let pods = vec![pod("a").succeeded().build(), pod("b").node("n").running().build()];
+    let p = full(&j, &pods);
+    assert_eq!(creates(&p), 0, "no new pods after a success");
+    assert!(after(&p).finished.is_none());
+    let pods = vec![pod("a").succeeded().build()];
+    assert!(after(&full(&j, &pods)).finished.is_some());
+    assert_eq!(creates(&full(&j, &[])), 2, "parallelism before any success");
+}
+
+#[test]
+fn backoff_limit_exceeded_fails_after_the_active_pods_terminate() {
+    let mut j = job(2, Some(5));
+    spec(&mut j).backoff_limit = Some(2);
+    let mut pods: Vec<Arc<Pod>> = (0..3).map(|i| pod(&format!("f{i}")).failed().build()).collect();
+    pods.push(pod("live").node("n").running().build());
+    let p = full(&j, &pods);
+    assert_eq!(deleted(&p), ["live"]);
+    assert_eq!(
+        cond(&p.status.status, "FailureTarget"),
+        Some(("True".into(), "BackoffLimitExceeded".into()))
+    );
+    assert_eq!(
+        p.status.remove_finalizers.len(),
+        4,
+        "the deleted pod is counted as failed too"
+    );
+    let a = after(&p);
+    assert_eq!(a.status.failed, Some(4));
+    assert!(a.finished.is_none(), "a pod is still terminating");
+    // Next sync: the FailureTarget is there and nothing terminates: Failed with the same reason.
+    let mut j2 = j.clone();
+    *status(&mut j2) = a.status;
+    let p = full(&j2, &[]);
+    let a = after(&p);
+    assert_eq!(
+        cond(&a.status, "Failed"),
+        Some(("True".into(), "BackoffLimitExceeded".into()))
+    );
+    assert!(
+        a.status.completion_time.is_none(),
+        "completionTime only on success"
+    );
+}
+
+#[test]
+fn on_failure_restarts_count_toward_the_backoff_limit() {
+    let mut j = job(1, Some(1));
+    spec(&mut j).backoff_limit = Some(3);
+    spec(&mut j).template.spec.as_mut().unwrap().restart_policy = Some("OnFailure".into());
+    let p = full(&j, &[pod("a").node("n").running().restarts(2).build()]);
+    assert!(p.sync.finished.is_none());
+    let p = full(&j, &[pod("a").node("n").running().restarts(3).build()]);
+    assert_eq!(
+        p.sync.finished.as_ref().unwrap().reason.as_deref(),
+        Some("BackoffLimitExceeded")
+    );
+}
+
+#[test]
+fn re_creation_waits_out_the_pod_failure_backoff() {
+    let j = job(1, Some(3));
+    let pods = vec![pod("f").failed().exit("main", 1, NOW - 2).build()];
+    let p = full(&j, &pods);
+    assert_eq!(creates(&p), 0);
+    assert_eq!(p.sync.requeue_after, Some(Duration::from_secs(8)));
+    assert_eq!(p.status.status.active, Some(0));
+}
+
+#[test]
+fn active_deadline_exceeded_and_requeue_before_it() {
+    let mut j = job(1, Some(1));
+    spec(&mut j).active_deadline_seconds = Some(10);
+    status(&mut j).start_time = Some(Time(ts(0)));
+    let p = full(&j, &running(1));
+    assert_eq!(
+        cond(&p.status.status, "FailureTarget"),
+        Some(("True".into(), "DeadlineExceeded".into()))
+    );
+    spec(&mut j).active_deadline_seconds = Some(130);
+    let p = full(&j, &running(1));
+    assert_eq!(p.sync.requeue_after, Some(Duration::from_secs(30)));
+    spec(&mut j).suspend = Some(true);
+    spec(&mut j).active_deadline_seconds = Some(10);
+    assert!(
+        full(&j, &running(1)).sync.finished.is_none(),
+        "never while suspended"
+    );
+}
+
+#[test]
+fn suspend_deletes_active_pods_and_resume_resets_start_time() {
+    let mut j = job(2, Some(4));
+    spec(&mut j).suspend = Some(true);
+    status(&mut j).start_time = Some(Time(ts(1)));
+    let p = full(&j, &running(2));
+    assert_eq!(deleted(&p).len(), 2);
+    assert!(matches!(p.sync.action, PodAction::Delete(_)));
+    assert_eq!(
+        cond(&p.status.status, "Suspended"),
+        Some(("True".into(), "JobSuspended".into()))
+    );
+    assert_eq!(p.status.events[0].reason, "Suspended");
+    let mut resumed = j.clone();
+    *status(&mut resumed) = p.status.status.clone();
+    spec(&mut resumed).suspend = Some(false);
+    let p = full(&resumed, &[]);
+    assert_eq!(
+        cond(&p.status.status, "Suspended"),
+        Some(("False".into(), "JobResumed".into()))
+    );
+    assert_eq!(p.status.events[0].reason, "Resumed");
+    assert_eq!(p.status.status.start_time.as_ref().map(|t| t.0), Some(ts(NOW)));
+    assert_eq!(creates(&p), 2);
+    let mut never = job(2, Some(4));
+    spec(&mut never).suspend = Some(true);
+    let p = full(&never, &[]);
+    assert!(
+        p.status.status.start_time.is_none(),
+        "a Job created suspended has no startTime"
+    );
+}
+
+#[test]
+fn indexed_creates_the_lowest_pending_indexes() {
+    let j = indexed(job(3, Some(5)));
+    let pods = vec![
+        pod("a").index(0).succeeded().build(),
+        pod("b").index(2).node("n").running().build(),
+    ];
+    let p = full(&j, &pods);
+    let PodAction::Create(c) = &p.sync.action else {
+        panic!("{:?}", p.sync.action)
+    };
+    assert_eq!(c.indexes, vec![1, 3]);
+    let (t, name) = c.pod(&p.sync, 0);
+    assert_eq!(name.as_deref(), Some("foobar-1-"));
+    assert_eq!(t.spec.as_ref().unwrap().hostname.as_deref(), Some("foobar-1"));
+    assert_eq!(p.status.status.completed_indexes.as_deref(), Some("0"));
+    assert_eq!(p.status.status.succeeded, Some(1));
+    assert!(
+        p.status
+            .status
+            .uncounted_terminated_pods
+            .as_ref()
+            .unwrap()
+            .succeeded
+            .is_none(),
+        "indexes need no UIDs"
+    );
+}
+
+#[test]
+fn indexed_removes_duplicates_and_out_of_range_indexes_before_creating() {
+    let j = indexed(job(3, Some(3)));
+    let pods = vec![
+        pod("a").index(0).node("n").running().build(),
+        pod("a-dup").index(0).build(),
+        pod("far").index(7).node("n").running().build(),
+    ];
+    let p = full(&j, &pods);
+    let mut d = deleted(&p);
+    d.sort();
+    assert_eq!(d, ["a-dup", "far"]);
+    assert_eq!(creates(&p), 0, "never create and delete in one sync");
+}
+
+#[test]
+fn pod_failure_policy_fail_job_with_the_rule_message() {
+    let mut j = job(2, Some(2));
+    spec(&mut j).pod_failure_policy = policy(vec![exit_code_rule("FailJob", "In", vec![42], None)]);
+    let pods = vec![
+        pod("a").failed().exit("main", 42, 5).build(),
+        pod("b").node("n").running().build(),
+    ];
+    let p = full(&j, &pods);
+    let ft = p
+        .status
+        .status
+        .conditions
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|c| c.type_ == "FailureTarget")
+        .unwrap();
+    assert_eq!(ft.reason.as_deref(), Some("PodFailurePolicy"));
+    assert_eq!(
+        ft.message.as_deref(),
+        Some("Container main for pod ns/a failed with exit code 42 matching FailJob rule at index 0")
+    );
+    assert_eq!(deleted(&p), ["b"]);
+    assert_eq!(
+        p.status
+            .policy_actions
+            .get(&crate::pod_failure_policy::Action::FailJob),
+        Some(&1)
+    );
+}
+
+#[test]
+fn pod_failure_policy_ignore_does_not_count_and_waits_for_failed_phase() {
+    let mut j = job(1, Some(1));
+    spec(&mut j).backoff_limit = Some(0);
+    spec(&mut j).pod_failure_policy = policy(vec![condition_rule("Ignore", "DisruptionTarget")]);
+    let pods = vec![pod("a").failed().condition("DisruptionTarget").build()];
+    let p = full(&j, &pods);
+    assert!(p.sync.finished.is_none());
+    assert_eq!(after(&p).status.failed, None);
+    assert_eq!(p.status.remove_finalizers.len(), 1);
+    assert_eq!(
+        creates(&p),
+        1,
+        "replaced at once: ignored failures have no backoff"
+    );
+    let terminating = vec![pod("t").node("n").running().deleting().build()];
+    let p = full(&j, &terminating);
+    assert_eq!(
+        creates(&p),
+        0,
+        "with a policy, a terminating pod is replaced only once Failed"
+    );
+    assert_eq!(p.status.status.terminating, Some(1));
+}
+
+#[test]
+fn pod_replacement_policy_terminating_or_failed_counts_deleted_pods_as_failed() {
+    let j = job(1, Some(1));
+    let p = full(&j, &[pod("t").node("n").running().deleting().build()]);
+    assert_eq!(creates(&p), 1);
+    assert_eq!(after(&p).status.failed, Some(1));
+    let mut failed_only = job(1, Some(1));
+    spec(&mut failed_only).pod_replacement_policy = Some("Failed".into());
+    let p = full(&failed_only, &[pod("t").node("n").running().deleting().build()]);
+    assert_eq!(creates(&p), 0);
+    assert!(p.status.remove_finalizers.is_empty());
+}
+
+#[test]
+fn backoff_limit_per_index_fails_indexes_and_max_failed_indexes_fails_the_job() {
+    let mut j = indexed(job(2, Some(4)));
+    spec(&mut j).backoff_limit_per_index = Some(1);
+    spec(&mut j).max_failed_indexes = Some(1);
+    let pods = vec![
+        pod("i0-again").index(0).failed().failure_count(1).build(),
+        pod("i1").index(1).node("n").running().build(),
+    ];
+    let p = full(&j, &pods);
+    assert_eq!(p.status.status.failed_indexes.as_deref(), Some("0"));
+    assert!(p.sync.finished.is_none());
+    let PodAction::Create(c) = &p.sync.action else {
+        panic!()
+    };
+    assert_eq!(c.indexes, vec![2], "failed indexes are not retried");
+    let pods = vec![
+        pod("i0").index(0).failed().failure_count(1).build(),
+        pod("i1").index(1).failed().failure_count(1).build(),
+    ];
+    let p = full(&j, &pods);
+    assert_eq!(
+        cond(&p.status.status, "FailureTarget"),
+        Some(("True".into(), "MaxFailedIndexesExceeded".into()))
+    );
+    // A first failure is retried with the count carried over and a per-index backoff.
+    let pods = vec![pod("i0").index(0).failed().exit("main", 1, NOW).build()];
+    let p = full(&j, &pods);
+    assert!(
+        p.status.remove_finalizers.is_empty(),
+        "kept until its replacement exists"
+    );
+    let PodAction::Create(c) = &p.sync.action else {
+        panic!()
+    };
+    assert_eq!(c.indexes, vec![1], "index 0 waits out its backoff");
+}
+
+#[test]
+fn success_policy_meets_criteria_on_listed_indexes() {
+    let mut j = indexed(job(3, Some(3)));
+    spec(&mut j).success_policy = Some(SuccessPolicy {
+        rules: vec![SuccessPolicyRule {
+            succeeded_indexes: Some("0,2".into()),
+            succeeded_count: None,
+        }],
+    });
+    let pods = vec![
+        pod("a").index(0).succeeded().build(),
+        pod("b").index(1).node("n").running().build(),
+        pod("c").index(2).succeeded().build(),
+    ];
+    let p = full(&j, &pods);
+    assert_eq!(
+        cond(&p.status.status, "SuccessCriteriaMet"),
+        Some(("True".into(), "SuccessPolicy".into()))
+    );
+    assert_eq!(deleted(&p), ["b"]);
+    let a = after(&p);
+    assert!(a.finished.is_none(), "b is terminating");
+    let mut j2 = j.clone();
+    *status(&mut j2) = a.status;
+    let a = after(&full(&j2, &[]));
+    assert_eq!(
+        cond(&a.status, "Complete"),
+        Some(("True".into(), "SuccessPolicy".into()))
+    );
+    assert_eq!(a.status.completed_indexes.as_deref(), Some("0,2"));
+}
+
+#[test]
+fn entry_checks_skip_external_finished_and_unknown_mode_jobs() {
+    let none = HashSet::new();
+    let mut j = job(1, Some(1));
+    spec(&mut j).managed_by = Some("example.com/other".into());
+    assert!(
+        matches!(plan_sync(&input(&j, &[], &none)).unwrap(), Decision::ManagedExternally(n) if n == "example.com/other")
+    );
+    spec(&mut j).managed_by = Some(crate::spec::JOB_CONTROLLER_NAME.into());
+    spec(&mut j).completion_mode = Some("Odd".into());
+    assert!(matches!(
+        plan_sync(&input(&j, &[], &none)).unwrap(),
+        Decision::UnknownCompletionMode
+    ));
+    spec(&mut j).completion_mode = None;
+    status(&mut j).conditions = Some(vec![new_condition(COMPLETE, "True", "", "", ts(1))]);
+    assert!(matches!(
+        plan_sync(&input(&j, &[], &none)).unwrap(),
+        Decision::Finished
+    ));
+}
+
+#[test]
+fn at_most_500_pods_are_counted_and_unfinalized_per_sync() {
+    let j = job(1, Some(1000));
+    let pods: Vec<Arc<Pod>> = (0..600)
+        .map(|i| pod(&format!("s{i}")).succeeded().build())
+        .collect();
+    let p = full(&j, &pods);
+    assert_eq!(p.status.remove_finalizers.len(), MAX_UNCOUNTED_PODS);
+    assert!(p.status.reached_max_uncounted);
+    let many = job(1000, Some(1000));
+    assert_eq!(creates(&full(&many, &[])), MAX_POD_CREATE_DELETE_PER_SYNC);
+}
+
+#[test]
+fn uncounted_pods_without_finalizer_move_to_the_counters() {
+    let mut j = job(1, Some(3));
+    status(&mut j).uncounted_terminated_pods = Some(UncountedTerminatedPods {
+        succeeded: Some(vec!["uid-gone".into(), "uid-kept".into()]),
+        failed: Some(vec!["uid-f".into()]),
+    });
+    status(&mut j).succeeded = Some(1);
+    let pods = vec![
+        pod("kept").succeeded().build(),
+        pod("f").failed().no_finalizer().build(),
+    ];
+    let p = full(&j, &pods);
+    let a = after(&p);
+    assert_eq!((a.status.succeeded, a.status.failed), (Some(3), Some(1)));
+    assert!(
+        a.status
+            .uncounted_terminated_pods
+            .as_ref()
+            .unwrap()
+            .succeeded
+            .is_none()
+    );
+}
+
+#[test]
+fn adoption_adds_the_finalizer_and_foreign_pods_are_left_alone() {
+    let j = job(1, Some(1));
+    let pods = vec![
+        pod("orphan").orphan().no_finalizer().node("n").running().build(),
+        {
+            let mut p = (*pod("theirs").node("n").running().build()).clone();
+            p.metadata.owner_references.as_mut().unwrap()[0].uid = "other".into();
+            Arc::new(p)
+        },
+    ];
+    let p = full(&j, &pods);
+    assert_eq!(p.sync.adopt.len(), 1);
+    assert!(has_tracking_finalizer(&p.sync.pods[0].metadata));
+    assert_eq!(p.sync.pods.len(), 1);
+    assert_eq!(creates(&p), 0);
+}

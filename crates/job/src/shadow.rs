@@ -1,0 +1,97 @@
+//! What shadow mode calls a disagreement for a Job: a plan that would write to pods, or a computed
+//! status different from the one upstream wrote.
+
+use std::{
+    hash::{Hash, Hasher},
+    sync::Arc,
+};
+
+use k8s_openapi::api::{
+    batch::v1::{Job, JobStatus},
+    core::v1::Pod,
+};
+
+use crate::{manage::PodAction, plan::FullPlan};
+
+/// One line per disagreeing field or intended write; empty when kcm-rs agrees with upstream.
+pub fn differences(job: &Job, plan: &FullPlan) -> Vec<String> {
+    let mut out = Vec::new();
+    let names = |pods: &[Arc<Pod>]| {
+        pods.iter()
+            .map(|p| p.metadata.name.clone().unwrap_or_default())
+            .collect::<Vec<_>>()
+    };
+    match &plan.sync.action {
+        PodAction::None => {}
+        PodAction::Create(c) if c.indexes.is_empty() => {
+            out.push(format!("pods: kcm-rs would create {}", c.count))
+        }
+        PodAction::Create(c) => out.push(format!("pods: kcm-rs would create indexes {:?}", c.indexes)),
+        PodAction::Delete(p) | PodAction::DeleteActive(p) => {
+            out.push(format!("pods: kcm-rs would delete {:?}", names(p)))
+        }
+    }
+    if !plan.status.remove_finalizers.is_empty() {
+        out.push(format!(
+            "pods: kcm-rs would remove the finalizer of {:?}",
+            names(&plan.status.remove_finalizers)
+        ));
+    }
+    let old = job.status.clone().unwrap_or_default();
+    let new = &plan.status.status;
+    let n = |v: Option<i32>| v.unwrap_or(0);
+    let mut field = |name: &str, upstream: String, ours: String| {
+        if upstream != ours {
+            out.push(format!("status.{name}: upstream {upstream}, kcm-rs {ours}"));
+        }
+    };
+    field("active", n(old.active).to_string(), n(new.active).to_string());
+    field("ready", n(old.ready).to_string(), n(new.ready).to_string());
+    field(
+        "terminating",
+        n(old.terminating).to_string(),
+        n(new.terminating).to_string(),
+    );
+    field(
+        "succeeded",
+        n(old.succeeded).to_string(),
+        n(new.succeeded).to_string(),
+    );
+    field("failed", n(old.failed).to_string(), n(new.failed).to_string());
+    field(
+        "completedIndexes",
+        old.completed_indexes.clone().unwrap_or_default(),
+        new.completed_indexes.clone().unwrap_or_default(),
+    );
+    field(
+        "failedIndexes",
+        format!("{:?}", old.failed_indexes),
+        format!("{:?}", new.failed_indexes),
+    );
+    field("conditions", conditions(&old), conditions(new));
+    out
+}
+
+fn conditions(s: &JobStatus) -> String {
+    let cs: Vec<String> = s
+        .conditions
+        .iter()
+        .flatten()
+        .map(|c| format!("{}={} ({})", c.type_, c.status, c.reason.as_deref().unwrap_or("")))
+        .collect();
+    cs.join(", ")
+}
+
+/// A hash of the Job's and its pods' resourceVersions: it changes whenever anything the plan depends
+/// on changes.
+pub fn fingerprint(job: &Job, pods: &[Arc<Pod>]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    job.metadata.resource_version.hash(&mut h);
+    let mut rvs: Vec<&str> = pods
+        .iter()
+        .filter_map(|p| p.metadata.resource_version.as_deref())
+        .collect();
+    rvs.sort_unstable();
+    rvs.hash(&mut h);
+    h.finish()
+}
