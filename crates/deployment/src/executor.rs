@@ -1,0 +1,317 @@
+//! Doing: carries out a [`SyncPlan`]: ReplicaSet adoption and release, creation (with upstream's
+//! collision handling), updates, history deletions, then the Deployment's status or, for a rollback,
+//! its spec; each write's events once it succeeded. The first failed write ends the sync, to be
+//! retried with backoff, as upstream.
+
+use std::{sync::Arc, time::Duration};
+
+use controller::{
+    Clock, ControlError, EventRecorder, Owner,
+    events::TYPE_WARNING,
+    pod_control::object_reference,
+    ref_manager::{adopt_patch, release_patch},
+};
+use informer::{Lister, ObjectKey};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use kube::{
+    Api, Client,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+};
+
+use crate::{
+    conditions::{self, FALSE, PROGRESSING},
+    plan::{Actions, ClaimPlan, Decision, MSG_SELECTING_ALL, REASON_SELECTING_ALL, RsWrite, SyncPlan},
+    replica_sets as rsu, spec,
+    work::PlannedEvent,
+};
+
+/// Why a sync must be retried (with the rate limiter).
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error("claiming replica sets for {key}: {source}")]
+    Claim { key: ObjectKey, source: ControlError },
+    #[error("creating the new replica set of {key}: {source}")]
+    Create { key: ObjectKey, source: ControlError },
+    #[error(
+        "hash collision for {key}: replica set {name} exists and is not this Deployment's; collisionCount raised"
+    )]
+    Collision { key: ObjectKey, name: String },
+    #[error("updating a replica set of {key}: {source}")]
+    Update { key: ObjectKey, source: ControlError },
+    #[error("deleting an old replica set of {key}: {source}")]
+    Delete { key: ObjectKey, source: ControlError },
+    #[error("updating the status of {key}: {source}")]
+    Status { key: ObjectKey, source: ControlError },
+    #[error("rolling back {key}: {source}")]
+    Rollback { key: ObjectKey, source: ControlError },
+}
+
+/// The writes of one Deployment controller.
+pub struct Executor {
+    pub client: Client,
+    pub recorder: EventRecorder,
+    pub replica_sets: Lister<ReplicaSet>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor").finish_non_exhaustive()
+    }
+}
+
+impl Executor {
+    /// Carries `plan` out for `d`; returns when to sync again.
+    pub async fn execute(&self, d: &Deployment, plan: SyncPlan) -> Result<Option<Duration>, SyncError> {
+        let SyncPlan {
+            key,
+            owner,
+            claims,
+            decision,
+        } = plan;
+        self.claim(&key, &owner, &claims).await?;
+        let reference = object_reference(&owner);
+        match decision {
+            Decision::SelectingAll { observed } => {
+                self.recorder.record(
+                    &reference,
+                    TYPE_WARNING,
+                    REASON_SELECTING_ALL,
+                    MSG_SELECTING_ALL.to_owned(),
+                );
+                if let Some(w) = observed {
+                    // Upstream ignores this write's outcome too.
+                    let _ = self.write_status(&key, &w).await;
+                }
+                Ok(None)
+            }
+            Decision::Sync(actions) => self.apply(&key, &owner, d, *actions).await,
+        }
+    }
+
+    async fn apply(
+        &self,
+        key: &ObjectKey,
+        owner: &Owner,
+        d: &Deployment,
+        a: Actions,
+    ) -> Result<Option<Duration>, SyncError> {
+        let reference = object_reference(owner);
+        let emit = |events: &[PlannedEvent]| {
+            for e in events {
+                self.recorder
+                    .record(&reference, e.type_, e.reason, e.message.clone());
+            }
+        };
+        emit(&a.events);
+        let api: Api<ReplicaSet> = Api::namespaced(self.client.clone(), &owner.namespace);
+        if let Some(create) = &a.create {
+            match api.create(&PostParams::default(), &create.rs).await {
+                Ok(_) => emit(&create.events),
+                Err(e) => return self.create_failed(key, owner, d, &a, create, e).await,
+            }
+        }
+        for u in &a.updates {
+            let name = rsu::name(&u.rs);
+            api.replace(name, &PostParams::default(), &u.rs)
+                .await
+                .map_err(|e| SyncError::Update {
+                    key: key.clone(),
+                    source: ControlError::api("update replicaset", format!("{}/{name}", owner.namespace), e),
+                })?;
+            emit(&u.events);
+        }
+        for rs in &a.deletes {
+            let name = rsu::name(rs);
+            match api.delete(name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => {
+                    return Err(SyncError::Delete {
+                        key: key.clone(),
+                        source: ControlError::api(
+                            "delete replicaset",
+                            format!("{}/{name}", owner.namespace),
+                            e,
+                        ),
+                    });
+                }
+            }
+        }
+        if let Some(w) = &a.status {
+            self.write_status(key, w).await?;
+        }
+        if let Some((w, events)) = &a.rollback {
+            let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), &owner.namespace);
+            let mut body = w.clone();
+            body.metadata.managed_fields = None;
+            deployments
+                .replace(&owner.name, &PostParams::default(), &body)
+                .await
+                .map_err(|e| SyncError::Rollback {
+                    key: key.clone(),
+                    source: ControlError::api("update deployment", key.to_string(), e),
+                })?;
+            emit(events);
+        }
+        Ok(a.requeue_after)
+    }
+
+    /// Upstream's three outcomes of a failed create: the ReplicaSet exists and is ours (a stale
+    /// cache; plan again), it exists and is not (a hash collision: raise collisionCount so the next
+    /// name differs), or the create failed (ReplicaSetCreateError on Progressing and in an event).
+    async fn create_failed(
+        &self,
+        key: &ObjectKey,
+        owner: &Owner,
+        d: &Deployment,
+        a: &Actions,
+        create: &RsWrite,
+        e: kube::Error,
+    ) -> Result<Option<Duration>, SyncError> {
+        let name = rsu::name(&create.rs).to_owned();
+        let source = ControlError::api("create replicaset", format!("{}/{name}", owner.namespace), e);
+        if source.code() == Some(409) {
+            let existing = self.replica_sets.get(Some(&owner.namespace), &name);
+            let Some(existing) = existing else {
+                // Not in the cache yet: plan again once it is.
+                return Err(SyncError::Create {
+                    key: key.clone(),
+                    source,
+                });
+            };
+            let ours = controller::pod_util::is_controlled_by(&existing.metadata, &owner.uid);
+            let same = rsu::template(&existing)
+                .zip(d.spec.as_ref().map(|s| &s.template))
+                .is_some_and(|(a, b)| rsu::equal_ignore_hash(a, b));
+            if ours && same {
+                return Ok(Some(Duration::ZERO));
+            }
+            let mut w = d.clone();
+            let status = w.status.get_or_insert_with(Default::default);
+            status.collision_count = Some(status.collision_count.unwrap_or(0).saturating_add(1));
+            self.write_status(key, &w).await?;
+            return Err(SyncError::Collision {
+                key: key.clone(),
+                name,
+            });
+        }
+        if source.is_namespace_terminating() {
+            // Every create there will fail; nothing to report or retry.
+            return Ok(None);
+        }
+        let message = format!(
+            "Failed to create new replica set {}: {source}",
+            conditions::quoted(&name)
+        );
+        if spec::progress_deadline(d).is_some() {
+            let mut w = a.before_create.clone().unwrap_or_else(|| d.clone());
+            let c = conditions::new(
+                PROGRESSING,
+                FALSE,
+                conditions::FAILED_RS_CREATE,
+                message.clone(),
+                self.clock.now(),
+            );
+            conditions::set(w.status.get_or_insert_with(Default::default), c);
+            // The create error is the one to report; this write's outcome does not matter.
+            let _ = self.write_status(key, &w).await;
+        }
+        self.recorder.record(
+            &object_reference(owner),
+            TYPE_WARNING,
+            conditions::FAILED_RS_CREATE,
+            message,
+        );
+        Err(SyncError::Create {
+            key: key.clone(),
+            source,
+        })
+    }
+
+    /// Writes the Deployment's status and annotations through the status subresource (a full PUT,
+    /// as upstream's `UpdateStatus`; no retry: a conflict is retried by the next sync).
+    async fn write_status(&self, key: &ObjectKey, w: &Deployment) -> Result<Deployment, SyncError> {
+        let ns = w.metadata.namespace.clone().unwrap_or_default();
+        let name = w.metadata.name.clone().unwrap_or_default();
+        let api: Api<Deployment> = Api::namespaced(self.client.clone(), &ns);
+        let mut body = w.clone();
+        body.metadata.managed_fields = None;
+        api.replace_status(&name, &PostParams::default(), &body)
+            .await
+            .map_err(|e| SyncError::Status {
+                key: key.clone(),
+                source: ControlError::api("update status", key.to_string(), e),
+            })
+    }
+
+    /// Adopts and releases ReplicaSets (strategic-merge patches with the UID as precondition).
+    /// Adoption first checks, with a fresh read, that the Deployment still exists with the same UID
+    /// and is not being deleted (kubernetes/kubernetes#42639).
+    async fn claim(&self, key: &ObjectKey, owner: &Owner, claims: &ClaimPlan) -> Result<(), SyncError> {
+        let err = |source| SyncError::Claim {
+            key: key.clone(),
+            source,
+        };
+        let api: Api<ReplicaSet> = Api::namespaced(self.client.clone(), &owner.namespace);
+        if !claims.adopt.is_empty() {
+            self.can_adopt(owner).await.map_err(err)?;
+        }
+        let patches = claims
+            .adopt
+            .iter()
+            .map(|rs| (rs, adopt_patch(owner, rs.metadata.uid.as_deref().unwrap_or(""))))
+            .chain(claims.release.iter().map(|rs| {
+                (
+                    rs,
+                    release_patch(&owner.uid, rs.metadata.uid.as_deref().unwrap_or("")),
+                )
+            }));
+        for (rs, patch) in patches {
+            let name = rsu::name(rs);
+            match api
+                .patch(name, &PatchParams::default(), &Patch::Strategic(&patch))
+                .await
+            {
+                Ok(_) => {}
+                // Gone, or recreated under the same name (the UID precondition fails as Invalid).
+                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 422 => {}
+                Err(e) => {
+                    return Err(err(ControlError::api(
+                        "patch replicaset",
+                        format!("{}/{name}", owner.namespace),
+                        e,
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn can_adopt(&self, owner: &Owner) -> Result<(), ControlError> {
+        let api: Api<Deployment> = Api::namespaced(self.client.clone(), &owner.namespace);
+        let fresh = api
+            .get(&owner.name)
+            .await
+            .map_err(|e| ControlError::api("get deployment", owner.key(), e))?;
+        let refused = |message: String| ControlError::Refused {
+            what: format!("adopting replica sets for Deployment {}", owner.key()),
+            message,
+        };
+        if fresh.metadata.uid.as_deref() != Some(owner.uid.as_str()) {
+            return Err(refused(format!(
+                "original Deployment {} is gone: got uid {}, wanted {}",
+                owner.key(),
+                fresh.metadata.uid.unwrap_or_default(),
+                owner.uid
+            )));
+        }
+        if fresh.metadata.deletion_timestamp.is_some() {
+            return Err(refused(format!(
+                "Deployment {} has just been deleted",
+                owner.key()
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,71 @@
+use controller::testing::pod;
+use informer::Store;
+
+use super::*;
+use crate::fixtures::{deployment, rs};
+
+fn setup(recreate: bool) -> Handlers {
+    let ds = Store::new();
+    ds.add_index(
+        informer::store::NAMESPACE_INDEX,
+        informer::store::namespace_index(),
+    );
+    let d = if recreate {
+        deployment("foo", 1).recreate().build()
+    } else {
+        deployment("foo", 1).build()
+    };
+    ds.upsert(ObjectKey::of(&d), Arc::new(d));
+    let rss = Store::new();
+    rss.add_index(
+        informer::store::NAMESPACE_INDEX,
+        informer::store::namespace_index(),
+    );
+    let r = rs("foo-1", 1, 1).build();
+    rss.upsert(ObjectKey::of(&r), Arc::new(r));
+    Handlers {
+        deployments: Lister::new(ds),
+        replica_sets: Lister::new(rss),
+        queue: WorkQueue::new(),
+    }
+}
+
+fn drain(q: &WorkQueue<ObjectKey>) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Some(k) = q.try_get() {
+        out.push(k.to_string());
+        q.done(&k);
+    }
+    out
+}
+
+#[tokio::test]
+async fn replica_sets_wake_their_owner_and_orphans_every_matching_deployment() {
+    let h = setup(false);
+    let handler = ReplicaSetHandler(h.clone());
+    handler.on_add(&rs("foo-1", 1, 1).arc(), false);
+    assert_eq!(drain(&h.queue), ["ns/foo"]);
+    handler.on_add(&rs("orphan", 1, 1).orphan().arc(), false);
+    assert_eq!(drain(&h.queue), ["ns/foo"]);
+    let mut stranger = rs("stranger", 1, 1).build();
+    stranger.metadata.owner_references.as_mut().unwrap()[0].uid = "other".into();
+    handler.on_add(&Arc::new(stranger), false);
+    assert!(drain(&h.queue).is_empty(), "another Deployment's (unknown UID)");
+    // Same resourceVersion: a resync, ignored.
+    let a = rs("foo-1", 1, 1).arc();
+    handler.on_update(&a, &a);
+    assert!(drain(&h.queue).is_empty());
+    handler.on_delete(&DeletedObject::Final(rs("orphan", 1, 1).orphan().arc()));
+    assert!(drain(&h.queue).is_empty(), "orphans going away concern nobody");
+}
+
+#[tokio::test]
+async fn pod_deletions_wake_only_recreate_deployments() {
+    for recreate in [false, true] {
+        let h = setup(recreate);
+        let p = pod("p").owner("ReplicaSet", "foo-1", "uid-foo-1").build();
+        PodHandler(h.clone()).on_delete(&DeletedObject::Final(Arc::new(p)));
+        let want: Vec<String> = if recreate { vec!["ns/foo".into()] } else { vec![] };
+        assert_eq!(drain(&h.queue), want);
+    }
+}

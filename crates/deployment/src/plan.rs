@@ -1,0 +1,294 @@
+//! Deciding: what one sync of a Deployment should do, as a pure function of what the caches show
+//! (upstream `syncDeployment` and everything it calls, up to the writes). [`crate::executor`] carries
+//! a plan out; unit tests, benchmarks and shadow mode look at plans.
+//!
+//! Upstream writes as it goes and can write the Deployment's status up to three times in one sync;
+//! all but the first of those reuse the resourceVersion read from the cache and fail with a conflict,
+//! so the sync is retried and the status lands one sync later. Here the steps change an in-memory
+//! copy ([`Work`]) and the plan holds each object's final state: one write per object, the same end
+//! state, one sync sooner.
+
+use std::{sync::Arc, time::Duration};
+
+use controller::{Claim, Owner, events::TYPE_WARNING, ref_manager::decide};
+use informer::{LabelMatcher, ObjectKey, SelectorError};
+use k8s_openapi::{
+    api::{
+        apps::v1::{Deployment, ReplicaSet},
+        core::v1::Pod,
+    },
+    jiff::Timestamp,
+};
+
+use crate::{
+    annotations,
+    new_rs::{SizeError, owner},
+    spec::{self, Strategy},
+    status,
+    work::{PlannedEvent, Work},
+};
+
+/// Event reason for a Deployment with an empty selector (upstream's).
+pub const REASON_SELECTING_ALL: &str = "SelectingAll";
+pub const MSG_SELECTING_ALL: &str =
+    "This deployment is selecting all pods. A non-empty selector is required.";
+
+/// What the caches show for one Deployment.
+pub struct SyncInput<'a> {
+    pub deployment: &'a Deployment,
+    /// The ReplicaSets this Deployment controls plus the orphans of its namespace.
+    pub replica_sets: &'a [Arc<ReplicaSet>],
+    /// Pods controlled by the ReplicaSet with this UID, terminal ones included (asked for only
+    /// by Recreate).
+    pub pods_of: &'a (dyn Fn(&str) -> Vec<Arc<Pod>> + Sync),
+    pub now: Timestamp,
+}
+
+impl std::fmt::Debug for SyncInput<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyncInput")
+            .field("deployment", &self.deployment.metadata.name)
+            .field("replica_sets", &self.replica_sets.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// ReplicaSets to adopt and release before anything else.
+#[derive(Debug, Default)]
+pub struct ClaimPlan {
+    pub adopt: Vec<Arc<ReplicaSet>>,
+    pub release: Vec<Arc<ReplicaSet>>,
+}
+
+/// A ReplicaSet write and the events that follow its success.
+#[derive(Debug, Clone)]
+pub struct RsWrite {
+    /// The object as read (`None` for a creation).
+    pub original: Option<Arc<ReplicaSet>>,
+    pub rs: ReplicaSet,
+    pub events: Vec<PlannedEvent>,
+}
+
+/// The writes of one sync, in the order they are made.
+#[derive(Debug, Default)]
+pub struct Actions {
+    pub create: Option<RsWrite>,
+    pub updates: Vec<RsWrite>,
+    /// Old ReplicaSets beyond revisionHistoryLimit.
+    pub deletes: Vec<Arc<ReplicaSet>>,
+    /// The Deployment to write through the status subresource (status and annotations), if either
+    /// changed.
+    pub status: Option<Deployment>,
+    /// A rollback: the Deployment to write (spec and annotations), then its events.
+    pub rollback: Option<(Deployment, Vec<PlannedEvent>)>,
+    /// Events on the Deployment, whatever the writes do.
+    pub events: Vec<PlannedEvent>,
+    /// When to look again at a rollout that shows no progress (its deadline).
+    pub requeue_after: Option<Duration>,
+    /// With a creation: the Deployment as read, which the executor gives a ReplicaSetCreateError
+    /// condition if the creation fails.
+    pub before_create: Option<Deployment>,
+}
+
+impl Actions {
+    /// Whether the plan writes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.create.is_none()
+            && self.updates.is_empty()
+            && self.deletes.is_empty()
+            && self.status.is_none()
+            && self.rollback.is_none()
+    }
+}
+
+/// What to do.
+#[derive(Debug)]
+pub enum Decision {
+    /// An empty selector: warn, and only record the generation as observed (the Deployment to write
+    /// through the status subresource, if observedGeneration is behind).
+    SelectingAll {
+        observed: Option<Box<Deployment>>,
+    },
+    Sync(Box<Actions>),
+}
+
+/// The whole plan of one sync.
+#[derive(Debug)]
+pub struct SyncPlan {
+    pub key: ObjectKey,
+    pub owner: Owner,
+    pub claims: ClaimPlan,
+    pub decision: Decision,
+}
+
+/// Why a Deployment cannot be planned for. Reported (event and log) and not retried: only a change to
+/// the object can fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("Deployment {key} has an invalid selector: {source}")]
+    InvalidSelector { key: ObjectKey, source: SelectorError },
+    #[error("Deployment {key}: {source}")]
+    Strategy { key: ObjectKey, source: SizeError },
+}
+
+/// Plans one sync: adoption and release, then by priority the status only (being deleted), a paused
+/// Deployment's scaling, a rollback, a scaling event, or a rollout step by strategy.
+pub fn plan_sync(input: &SyncInput<'_>) -> Result<SyncPlan, PlanError> {
+    let d = input.deployment;
+    let key = ObjectKey::of(d);
+    let owner = owner(d);
+    if spec::selects_everything(d) {
+        let behind = d.status.as_ref().and_then(|s| s.observed_generation).unwrap_or(0) < spec::generation(d);
+        let observed = behind.then(|| {
+            let mut w = d.clone();
+            w.status.get_or_insert_with(Default::default).observed_generation = Some(spec::generation(d));
+            Box::new(w)
+        });
+        return Ok(SyncPlan {
+            key,
+            owner,
+            claims: ClaimPlan::default(),
+            decision: Decision::SelectingAll { observed },
+        });
+    }
+    let matcher =
+        LabelMatcher::from_selector(spec::selector(d)).map_err(|source| PlanError::InvalidSelector {
+            key: key.clone(),
+            source,
+        })?;
+    let (claims, owned) = plan_claims(&owner, &matcher, input.replica_sets);
+    let strategy_error = |source| PlanError::Strategy {
+        key: key.clone(),
+        source,
+    };
+    let mut w = Work::new(d, owned, input.now);
+    steps(&mut w, input).map_err(strategy_error)?;
+    let actions = into_actions(w);
+    Ok(SyncPlan {
+        key,
+        owner,
+        claims,
+        decision: Decision::Sync(Box::new(actions)),
+    })
+}
+
+/// Upstream `syncDeployment` from the deletion check on.
+fn steps(w: &mut Work<'_>, input: &SyncInput<'_>) -> Result<(), SizeError> {
+    if w.d.metadata.deletion_timestamp.is_some() {
+        w.ensure_new(false)?;
+        w.sync_deployment_status();
+        return Ok(());
+    }
+    w.check_paused_conditions();
+    if spec::paused(&w.d) {
+        return sync_scaling(w);
+    }
+    if let Some(revision) = annotations::rollback_to(&w.d.metadata) {
+        return w.rollback(revision);
+    }
+    w.ensure_new(false)?;
+    if w.is_scaling_event() {
+        return sync_scaling(w);
+    }
+    match spec::strategy(&w.d) {
+        Strategy::Recreate => w.rollout_recreate(input.pods_of),
+        Strategy::RollingUpdate { .. } => w.rollout_rolling(),
+        Strategy::Unknown(t) => Err(SizeError::UnknownStrategy(t)),
+    }
+}
+
+/// Upstream `sync`: proportional scaling, the history cleanup while paused, the status without
+/// progress estimation.
+fn sync_scaling(w: &mut Work<'_>) -> Result<(), SizeError> {
+    w.ensure_new(false)?;
+    w.scale_all();
+    if spec::paused(&w.d) && annotations::rollback_to(&w.d.metadata).is_none() {
+        w.cleanup();
+    }
+    w.sync_deployment_status();
+    Ok(())
+}
+
+/// Sorts the namespace's ReplicaSets into adopted, released and ignored, and returns the ones the
+/// Deployment manages this sync (owned and matching, plus those it adopts: adoption is assumed to
+/// succeed, as upstream returns them).
+pub fn plan_claims(
+    owner: &Owner,
+    matcher: &LabelMatcher,
+    candidates: &[Arc<ReplicaSet>],
+) -> (ClaimPlan, Vec<Arc<ReplicaSet>>) {
+    let mut plan = ClaimPlan::default();
+    let mut owned = Vec::new();
+    for rs in candidates {
+        let matches = matcher.matches_labels(rs.metadata.labels.as_ref());
+        match decide(owner, &rs.metadata, matches) {
+            Claim::Owned => owned.push(rs.clone()),
+            Claim::Adopt => {
+                plan.adopt.push(rs.clone());
+                owned.push(rs.clone());
+            }
+            Claim::Release => plan.release.push(rs.clone()),
+            Claim::Ignore => {}
+        }
+    }
+    (plan, owned)
+}
+
+fn into_actions(w: Work<'_>) -> Actions {
+    let mut a = Actions {
+        deletes: w.deletes,
+        events: w.events,
+        requeue_after: w.requeue_after,
+        ..Actions::default()
+    };
+    for slot in w.slots {
+        if slot.created {
+            let rs = slot.modified.unwrap_or_else(|| (*slot.original).clone());
+            a.create = Some(RsWrite {
+                original: None,
+                rs,
+                events: slot.events,
+            });
+        } else if let Some(rs) = slot.modified {
+            a.updates.push(RsWrite {
+                original: Some(slot.original),
+                rs,
+                events: slot.events,
+            });
+        }
+    }
+    let d = w.d;
+    if let Some(events) = w.rollback {
+        a.rollback = Some((d.clone(), events));
+    }
+    let status_changed = !status::same_status(w.original.status.as_ref(), d.status.as_ref())
+        || w.original
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|m| m.get(annotations::REVISION))
+            != d.metadata
+                .annotations
+                .as_ref()
+                .and_then(|m| m.get(annotations::REVISION));
+    if a.create.is_some() {
+        a.before_create = Some(w.original.clone());
+    }
+    if status_changed && a.rollback.is_none() {
+        a.status = Some(d);
+    }
+    a
+}
+
+/// A Warning event for reasons upstream only logs.
+pub fn warning(reason: &'static str, message: String) -> PlannedEvent {
+    PlannedEvent {
+        type_: TYPE_WARNING,
+        reason,
+        message,
+    }
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;
