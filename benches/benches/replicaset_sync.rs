@@ -85,6 +85,7 @@ fn bench(c: &mut Criterion) {
                         candidates: pods,
                         burst_replicas: BURST_REPLICAS,
                         now,
+                        features: controller::FeatureGates::default(),
                     };
                     black_box(plan_sync(&input, || pods.clone()).unwrap())
                 });

@@ -15,7 +15,13 @@ use crate::{
 pub struct ClaimOutcome {
     /// Pods now controlled by the owner (the cached objects, as upstream returns them).
     pub adopted: Vec<Arc<Pod>>,
-    /// Failures, each naming its pod. A pod that vanished meanwhile is not a failure.
+    /// The resourceVersions the adoption patches produced (where the [`PodControl`] reports them):
+    /// the caller's consistency store waits for its cache to reach them, as upstream's `PatchPod`
+    /// feeds `OnWrite`. Releases are not reported: upstream's callback keys the write by the pod's
+    /// controller, which a released pod no longer has.
+    pub adopted_versions: Vec<String>,
+    /// Failures, each naming its pod. A pod that vanished meanwhile is not a failure: it is left
+    /// out of `adopted`, as upstream's `ClaimObject` ignores NotFound.
     pub errors: Vec<ControlError>,
 }
 
@@ -40,8 +46,15 @@ where
             Ok(()) => {
                 for pod in adopt {
                     let (ns, name, uid) = ids(pod);
-                    match control.patch_pod(ns, name, &adopt_patch(owner, uid)).await {
-                        Ok(()) => out.adopted.push(pod.clone()),
+                    match control
+                        .patch_pod_returning(ns, name, &adopt_patch(owner, uid))
+                        .await
+                    {
+                        Ok(patched) => {
+                            out.adopted.push(pod.clone());
+                            out.adopted_versions
+                                .extend(patched.and_then(|p| p.metadata.resource_version));
+                        }
                         Err(e) if e.is_not_found() => {}
                         Err(e) => out.errors.push(e),
                     }

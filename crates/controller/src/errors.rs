@@ -12,12 +12,16 @@ pub enum ControlError {
         verb: &'static str,
         /// `namespace/name` of the object, or of the owner for creations.
         key: String,
-        /// The server's message, as upstream puts it into events and conditions.
+        /// What upstream's error shows, and so what events and the ReplicaFailure condition show:
+        /// the server's message, with the context upstream's `PodControl` adds (see
+        /// [`ControlError::delete_pod`]).
         message: String,
         #[source]
         source: Box<kube::Error>,
     },
-    #[error("unable to create pods for {owner}: the pod template has no labels")]
+    /// Upstream's text exactly (`RealPodControl.createPods`), as it becomes the ReplicaFailure
+    /// message; the owner is kept for logs, which name it through the sync's error.
+    #[error("unable to create pods, no labels")]
     NoLabels { owner: String },
     #[error("{what}: {message}")]
     Refused { what: String, message: String },
@@ -32,6 +36,19 @@ impl ControlError {
             message,
             source: Box::new(source),
         }
+    }
+
+    /// A failed pod delete as upstream's `RealPodControl.DeletePod` returns it, the server's
+    /// message after `unable to delete pods: `, which the ReplicaFailure condition shows. NotFound
+    /// is returned unwrapped, as upstream does: callers count it as done.
+    pub fn delete_pod(key: impl Into<String>, source: kube::Error) -> Self {
+        let mut err = Self::api("delete pod", key, source);
+        if !err.is_not_found()
+            && let ControlError::Api { message, .. } = &mut err
+        {
+            *message = format!("unable to delete pods: {message}");
+        }
+        err
     }
 
     fn status(&self) -> Option<&kube::core::Status> {

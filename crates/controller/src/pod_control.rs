@@ -8,11 +8,11 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Client,
-    api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions},
+    api::{DeleteParams, Patch, PatchParams, PostParams},
 };
 
 use crate::{
-    errors::ControlError,
+    errors::{ControlError, message_of},
     events::{EventRecorder, TYPE_NORMAL, TYPE_WARNING},
     ref_manager::Owner,
 };
@@ -42,7 +42,8 @@ pub trait PodControl: Send + Sync + 'static {
         let _ = generate_name;
         self.create_pod(owner, template)
     }
-    /// Deletes `pod` if it still has the same UID.
+    /// Deletes the pod named as `pod` is, with no UID precondition: upstream's `DeletePod` sends
+    /// empty DeleteOptions, so a pod recreated under the same name is deleted, not a FailedDelete.
     fn delete_pod(&self, owner: &Owner, pod: &Pod) -> impl Future<Output = Result<(), ControlError>> + Send;
     /// Applies a strategic-merge patch to a pod (adoption, release).
     fn patch_pod(
@@ -51,6 +52,17 @@ pub trait PodControl: Send + Sync + 'static {
         name: &str,
         patch: &serde_json::Value,
     ) -> impl Future<Output = Result<(), ControlError>> + Send;
+    /// [`Self::patch_pod`], returning the patched pod where the implementation has it. Upstream's
+    /// `PatchPod` hands it to `OnWrite`, so that the ReplicaSet's next sync waits until its cache
+    /// shows the adoption. The default (fakes that do not care) returns none.
+    fn patch_pod_returning(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> impl Future<Output = Result<Option<Pod>, ControlError>> + Send {
+        async move { self.patch_pod(namespace, name, patch).await.map(|()| None) }
+    }
 }
 
 /// The pod an owner creates from its template (upstream `GetPodFromTemplate`): the template's labels,
@@ -167,14 +179,7 @@ impl PodControl for KubePodControl {
     async fn delete_pod(&self, owner: &Owner, pod: &Pod) -> Result<(), ControlError> {
         let name = pod.metadata.name.clone().unwrap_or_default();
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &owner.namespace);
-        let dp = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: pod.metadata.uid.clone(),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        };
-        match api.delete(&name, &dp).await {
+        match api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => {
                 self.recorder.record(
                     &object_reference(owner),
@@ -185,13 +190,15 @@ impl PodControl for KubePodControl {
                 Ok(())
             }
             Err(e) => {
-                let err = ControlError::api("delete pod", format!("{}/{name}", owner.namespace), e);
+                // The event shows the server's message; the error returned wraps it as upstream's.
+                let server_message = message_of(&e);
+                let err = ControlError::delete_pod(format!("{}/{name}", owner.namespace), e);
                 if !err.is_not_found() {
                     self.recorder.record(
                         &object_reference(owner),
                         TYPE_WARNING,
                         REASON_FAILED_DELETE,
-                        format!("Error deleting: {err}"),
+                        format!("Error deleting: {server_message}"),
                     );
                 }
                 Err(err)
@@ -205,58 +212,20 @@ impl PodControl for KubePodControl {
         name: &str,
         patch: &serde_json::Value,
     ) -> Result<(), ControlError> {
+        self.patch_pod_returning(namespace, name, patch).await.map(|_| ())
+    }
+
+    async fn patch_pod_returning(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<Option<Pod>, ControlError> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         api.patch(name, &PatchParams::default(), &Patch::Strategic(patch))
             .await
-            .map(|_| ())
+            .map(Some)
             .map_err(|e| ControlError::api("patch pod", format!("{namespace}/{name}"), e))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-
-    fn owner() -> Owner {
-        Owner {
-            api_version: "apps/v1".into(),
-            kind: "ReplicaSet".into(),
-            namespace: "ns".into(),
-            name: "web-abc".into(),
-            uid: "u1".into(),
-            deleting: false,
-        }
-    }
-
-    #[test]
-    fn pod_from_template_copies_metadata_and_sets_the_controller_ref() {
-        let template = PodTemplateSpec {
-            metadata: Some(ObjectMeta {
-                labels: Some(BTreeMap::from([("app".into(), "web".into())])),
-                annotations: Some(BTreeMap::from([("a".into(), "b".into())])),
-                finalizers: Some(vec!["f".into()]),
-                name: Some("ignored".into()),
-                ..ObjectMeta::default()
-            }),
-            spec: None,
-        };
-        let pod = pod_from_template(&owner(), &template).unwrap();
-        assert_eq!(pod.metadata.generate_name.as_deref(), Some("web-abc-"));
-        assert_eq!(pod.metadata.name, None);
-        assert_eq!(pod.metadata.finalizers, Some(vec!["f".to_owned()]));
-        let r = &pod.metadata.owner_references.unwrap()[0];
-        assert_eq!(
-            (r.uid.as_str(), r.controller, r.block_owner_deletion),
-            ("u1", Some(true), Some(true))
-        );
-    }
-
-    #[test]
-    fn a_template_without_labels_is_refused() {
-        let err = pod_from_template(&owner(), &PodTemplateSpec::default()).unwrap_err();
-        assert!(err.to_string().contains("ns/web-abc"), "{err}");
     }
 }
 
@@ -290,3 +259,7 @@ impl PodControl for NoWrites {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "pod_control_tests.rs"]
+mod tests;

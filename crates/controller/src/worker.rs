@@ -13,7 +13,7 @@
 use std::{any::Any, fmt::Display, future::Future, panic::AssertUnwindSafe, sync::Arc, time::Duration};
 
 use futures::FutureExt as _;
-use informer::{ObjectKey, SyncMetrics, WorkQueue};
+use informer::{ObjectKey, SyncMetrics, WorkQueue, workqueue::QueueItem};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -21,12 +21,13 @@ use tokio_util::sync::CancellationToken;
 /// graceful shutdown (the same 30 s as controller-runtime's default `GracefulShutdownTimeout`).
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// One controller's sync of one key.
-pub trait Reconciler: Send + Sync + 'static {
+/// One controller's sync of one key. Keys are `namespace/name` object keys unless a queue holds
+/// something else (the Job controller's orphan queue also holds label selectors).
+pub trait Reconciler<K = ObjectKey>: Send + Sync + 'static {
     type Error: Display + Send;
 
     /// `Ok(Some(d))` asks for the key again after `d`; `Err` retries it with the queue's backoff.
-    fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, Self::Error>> + Send;
+    fn sync(&self, key: &K) -> impl Future<Output = Result<Option<Duration>, Self::Error>> + Send;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,14 +40,17 @@ pub struct WorkerOptions {
 /// Runs `options.workers` workers over `queue` until `cancel` fires, then shuts the queue down and
 /// waits at most `options.drain_timeout` for syncs in flight. `controller` names the controller in
 /// logs.
-pub async fn run_workers<R: Reconciler>(
+pub async fn run_workers<K, R>(
     controller: &'static str,
     reconciler: Arc<R>,
-    queue: WorkQueue<ObjectKey>,
+    queue: WorkQueue<K>,
     metrics: Arc<dyn SyncMetrics>,
     options: WorkerOptions,
     cancel: CancellationToken,
-) {
+) where
+    K: QueueItem + Ord + Display,
+    R: Reconciler<K>,
+{
     let mut workers = JoinSet::new();
     for _ in 0..options.workers.max(1) {
         let worker = Worker {
@@ -75,14 +79,14 @@ pub async fn run_workers<R: Reconciler>(
     }
 }
 
-struct Worker<R> {
+struct Worker<K: QueueItem + Ord, R> {
     controller: &'static str,
     reconciler: Arc<R>,
-    queue: WorkQueue<ObjectKey>,
+    queue: WorkQueue<K>,
     metrics: Arc<dyn SyncMetrics>,
 }
 
-impl<R: Reconciler> Worker<R> {
+impl<K: QueueItem + Ord + Display, R: Reconciler<K>> Worker<K, R> {
     async fn run(&self, cancel: CancellationToken) {
         loop {
             // Cancellation wins over queued keys: once told to stop, take no new work.
@@ -97,7 +101,7 @@ impl<R: Reconciler> Worker<R> {
         }
     }
 
-    async fn process(&self, key: &ObjectKey) {
+    async fn process(&self, key: &K) {
         let started = tokio::time::Instant::now();
         let outcome = AssertUnwindSafe(self.reconciler.sync(key)).catch_unwind().await;
         match outcome {

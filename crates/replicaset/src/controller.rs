@@ -47,6 +47,12 @@ pub struct ReplicaSetOptions {
     pub ignore_min_ready_seconds: bool,
     /// This process's identity, written as the reportingInstance of its events.
     pub instance: String,
+    /// The feature gates the controller reads (`--feature-gates`; default: Kubernetes 1.36's).
+    pub features: controller::features::FeatureGates,
+    /// How often every cached ReplicaSet and pod is redelivered to the handlers, so that a
+    /// ReplicaSet waiting on an expectation an event never lowered is synced again (KCM's factory:
+    /// `--min-resync-period` × [1, 2), drawn once). `None`: no resync.
+    pub resync_period: Option<Duration>,
 }
 
 impl Default for ReplicaSetOptions {
@@ -56,6 +62,8 @@ impl Default for ReplicaSetOptions {
             burst_replicas: BURST_REPLICAS,
             ignore_min_ready_seconds: false,
             instance: COMPONENT.to_owned(),
+            features: controller::features::FeatureGates::default(),
+            resync_period: None,
         }
     }
 }
@@ -141,8 +149,8 @@ impl<P: PodControl> ReplicaSetController<P> {
             queue: WorkQueue::named(QUEUE_NAME, metrics),
         };
         let registrations = vec![
-            replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), None),
-            pods.add_event_handler(PodHandler(handlers.clone()), None),
+            replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), options.resync_period),
+            pods.add_event_handler(PodHandler(handlers.clone()), options.resync_period),
         ];
         let consistency = Arc::new(ConsistencyStore::new());
         let executor = Executor {
@@ -204,15 +212,19 @@ impl<P: PodControl> ReplicaSetController<P> {
             }
             return Ok(None);
         };
-        // Read our own writes: skip (and retry later) while a cache is older than what we wrote.
-        let fresh = self
-            .executor
-            .consistency
-            .ensure_ready(key.as_str(), |gr| match gr {
-                GR_PODS => self.pods.last_synced_resource_version(),
-                GR_REPLICASETS => self.replica_sets.last_synced_resource_version(),
-                _ => u64::MAX,
-            });
+        // Read our own writes: skip (and retry later) while a cache is older than what we wrote
+        // (gate `StaleControllerConsistencyReplicaSet`; upstream uses a no-op store without it).
+        let fresh = if self.options.features.stale_controller_consistency_replica_set {
+            self.executor
+                .consistency
+                .ensure_ready(key.as_str(), |gr| match gr {
+                    GR_PODS => self.pods.last_synced_resource_version(),
+                    GR_REPLICASETS => self.replica_sets.last_synced_resource_version(),
+                    _ => u64::MAX,
+                })
+        } else {
+            Ok(())
+        };
         if let Err(source) = fresh {
             let (resource, group) = source
                 .group_resource
@@ -238,6 +250,7 @@ impl<P: PodControl> ReplicaSetController<P> {
             candidates: &candidates,
             burst_replicas: self.options.burst_replicas,
             now: input_now,
+            features: self.options.features,
         };
         let plan = match plan_sync(&input, || self.related_pods(&rs)) {
             Ok(plan) => plan,

@@ -60,29 +60,42 @@ impl<P: PodControl> Executor<P> {
             key,
             owner,
             claims,
-            replicas,
+            mut replicas,
         } = plan;
         if !claims.adopt.is_empty() || !claims.release.is_empty() {
             let outcome = execute_claims(&self.control, &owner, &claims.adopt, &claims.release, || {
                 self.can_adopt(&owner)
             })
             .await;
+            for version in &outcome.adopted_versions {
+                self.consistency
+                    .wrote_at(key.as_str(), &owner.uid, GR_PODS, Some(version));
+            }
             if let Some(source) = outcome.errors.into_iter().next() {
                 return Err(SyncError::Claim { key, source });
             }
             if outcome.adopted.len() != claims.adopt.len() {
-                // A pod vanished between the list and its adoption: the plan counted it. Plan again
-                // from the caches rather than scale on a wrong count.
-                return Ok(Some(Duration::ZERO));
+                // Pods deleted between the list and their adoption: not ours, and (as upstream's
+                // ClaimObject ignores NotFound) the sync goes on with the pods it did claim.
+                let same = |a: &Pod, b: &Pod| a.metadata.uid == b.metadata.uid;
+                let gone: Vec<_> = claims
+                    .adopt
+                    .iter()
+                    .filter(|p| !outcome.adopted.iter().any(|a| same(a, p)))
+                    .cloned()
+                    .collect();
+                tracing::debug!(replica_set = %key, gone = gone.len(), "orphans vanished before adoption");
+                replicas = replicas.without(rs, &gone);
             }
         }
         let manage = self.manage(&key, &owner, rs, &replicas.change).await;
-        let status = match &manage {
-            Err(e) => replicas.status_after_failure(rs, &e.to_string(), self.clock.now()),
-            Ok(()) => replicas.status.clone(),
-        };
+        // As upstream's syncReplicaSet: status and the availability requeue as of after the scaling,
+        // which takes seconds when hundreds of pods are created.
+        let evaluated_at = self.clock.now();
+        let message = manage.as_ref().err().map(ToString::to_string);
+        let status = replicas.status_at(rs, message.as_deref(), evaluated_at);
         if needs_write(rs, &status) {
-            let written = status_writer::write_replica_set_status(&self.client, rs, status)
+            let written = status_writer::write_replica_set_status(&self.client, rs, status.clone())
                 .await
                 .map_err(|source| SyncError::Status {
                     key: key.clone(),
@@ -96,7 +109,7 @@ impl<P: PodControl> Executor<P> {
             );
         }
         manage.map_err(|source| SyncError::Manage { key, source })?;
-        Ok(replicas.requeue_after)
+        Ok(replicas.requeue_at(rs, &status, evaluated_at, self.clock.now()))
     }
 
     /// Creates or deletes pods, keeping expectations in step: set before the writes, lowered for every
@@ -186,3 +199,7 @@ impl<P: PodControl> Executor<P> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "executor_tests.rs"]
+mod tests;

@@ -156,3 +156,16 @@ async fn replicaset_recreated_under_the_same_name_drops_old_expectations() {
     assert!(h.expectations.satisfied("ns/a"));
     assert_eq!(drain(&h.queue), ["ns/a"]);
 }
+
+#[tokio::test]
+async fn replicaset_resync_enqueues_it() {
+    // `--min-resync-period` relies on this: upstream's updateRS enqueues on every update, resyncs
+    // (old == new) included, so a ReplicaSet left waiting by a missed event is synced again.
+    let (_, h) = setup();
+    let rh = ReplicaSetHandler(h.clone());
+    let mut a = rs("a", "uid-a", "web", 0);
+    a.metadata.resource_version = Some("7".into());
+    let a = Arc::new(a);
+    rh.on_update(&a, &a);
+    assert_eq!(drain(&h.queue), ["ns/a"]);
+}

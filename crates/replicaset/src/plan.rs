@@ -5,8 +5,9 @@ use std::{sync::Arc, time::Duration};
 
 use controller::{
     Claim, Owner,
-    pod_util::{is_active, is_controlled_by, is_deleting, is_terminating, next_availability_check},
-    ranking::pods_to_delete,
+    features::FeatureGates,
+    pod_util::{is_active, is_controlled_by, is_deleting, is_terminating},
+    ranking::{RankingOptions, pods_to_delete_with},
     ref_manager::decide,
 };
 use informer::{LabelMatcher, ObjectKey, SelectorError};
@@ -18,7 +19,7 @@ use k8s_openapi::{
     jiff::Timestamp,
 };
 
-use crate::status::calculate_status;
+use crate::status::{availability_requeue, calculate_status};
 
 /// Most pods one sync creates or deletes (upstream `BurstReplicas`, a constant, not a flag).
 pub const BURST_REPLICAS: usize = 500;
@@ -34,6 +35,9 @@ pub struct SyncInput<'a> {
     pub candidates: &'a [Arc<Pod>],
     pub burst_replicas: usize,
     pub now: Timestamp,
+    /// The gates that change the plan: `PodDeletionCost` (the ranking) and
+    /// `DeploymentReplicaSetTerminatingReplicas` (`status.terminatingReplicas` is left unset without it).
+    pub features: FeatureGates,
 }
 
 /// Adoption and release to do before scaling.
@@ -64,10 +68,29 @@ pub struct ReplicaPlan {
     /// The claimed active pods the plan counts.
     pub active: Vec<Arc<Pod>>,
     pub terminating: usize,
-    /// The status to have if the change succeeds.
+    /// The status to have if the change succeeds, as of the plan's `now`. The executor computes it
+    /// again ([`ReplicaPlan::status_at`]) as of after the scaling, as upstream does.
     pub status: ReplicaSetStatus,
-    /// When to look again because a ready pod will become available (minReadySeconds).
+    /// When to look again because a ready pod will become available (minReadySeconds), as of the
+    /// plan's `now` (the executor: [`ReplicaPlan::requeue_at`]).
     pub requeue_after: Option<Duration>,
+    /// What deciding `change` took besides the pods, kept so that the change can be decided again
+    /// for fewer pods ([`ReplicaPlan::without`]).
+    basis: ScaleBasis,
+}
+
+/// The inputs of the scaling decision other than the claimed pods.
+#[derive(Debug, Clone)]
+struct ScaleBasis {
+    /// Expectations satisfied and the ReplicaSet not being deleted.
+    may_scale: bool,
+    burst_replicas: usize,
+    /// Pods of every ReplicaSet with the same controller (the ranking's node counts), listed only
+    /// when deleting. Deciding again for fewer pods never turns another change into a delete, so a
+    /// delete decided again finds them here.
+    related: Option<Vec<Arc<Pod>>>,
+    now: Timestamp,
+    features: FeatureGates,
 }
 
 /// The whole plan of one sync.
@@ -158,37 +181,95 @@ pub fn plan_replicas(
     terminating: usize,
     related: impl FnOnce() -> Vec<Arc<Pod>>,
 ) -> ReplicaPlan {
-    let rs = input.rs;
+    let basis = ScaleBasis {
+        may_scale: input.expectations_satisfied && !is_deleting(&input.rs.metadata),
+        burst_replicas: input.burst_replicas,
+        related: None,
+        now: input.now,
+        features: input.features,
+    };
+    decide_replicas(input.rs, active, terminating, basis, related)
+}
+
+impl ScaleBasis {
+    /// The terminating pods to count in status: none without `DeploymentReplicaSetTerminatingReplicas`.
+    fn terminating(&self, n: usize) -> Option<usize> {
+        self.features
+            .deployment_replica_set_terminating_replicas
+            .then_some(n)
+    }
+}
+
+fn decide_replicas(
+    rs: &ReplicaSet,
+    active: Vec<Arc<Pod>>,
+    terminating: usize,
+    mut basis: ScaleBasis,
+    related: impl FnOnce() -> Vec<Arc<Pod>>,
+) -> ReplicaPlan {
     let desired = usize::try_from(rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1).max(0)).unwrap_or(0);
-    let change = if !input.expectations_satisfied || is_deleting(&rs.metadata) {
+    let change = if !basis.may_scale {
         ReplicaChange::None
     } else if active.len() < desired {
-        ReplicaChange::Create((desired - active.len()).min(input.burst_replicas))
+        ReplicaChange::Create((desired - active.len()).min(basis.burst_replicas))
     } else if active.len() > desired {
-        let n = (active.len() - desired).min(input.burst_replicas);
-        ReplicaChange::Delete(pods_to_delete(&active, &related(), n, input.now))
+        let n = (active.len() - desired).min(basis.burst_replicas);
+        let related = basis.related.get_or_insert_with(related);
+        let ranking = RankingOptions {
+            pod_deletion_cost: basis.features.pod_deletion_cost,
+        };
+        ReplicaChange::Delete(pods_to_delete_with(&active, related, n, basis.now, ranking))
     } else {
         ReplicaChange::None
     };
-    let status = calculate_status(rs, &active, terminating, None, input.now);
-    let min_ready = rs.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0);
-    let requeue_after = (min_ready > 0 && status.ready_replicas != status.available_replicas).then(|| {
-        next_availability_check(active.iter().map(|p| &**p), min_ready, input.now)
-            .unwrap_or(Duration::from_secs(u64::try_from(min_ready).unwrap_or(0)))
-    });
+    let status = calculate_status(rs, &active, basis.terminating(terminating), None, basis.now);
+    let requeue_after = availability_requeue(rs, &active, &status, basis.now, basis.now);
     ReplicaPlan {
         change,
         active,
         terminating,
         status,
         requeue_after,
+        basis,
     }
 }
 
 impl ReplicaPlan {
-    /// The status to write when carrying out `change` failed with `message`.
-    pub fn status_after_failure(&self, rs: &ReplicaSet, message: &str, now: Timestamp) -> ReplicaSetStatus {
-        calculate_status(rs, &self.active, self.terminating, Some(message), now)
+    /// The plan decided again without `gone` (matched by UID): adoptions that found their pod
+    /// deleted. Upstream's `ClaimObject` ignores NotFound, and the same sync scales and writes
+    /// status with the pods it did claim.
+    #[must_use]
+    pub fn without(self, rs: &ReplicaSet, gone: &[Arc<Pod>]) -> ReplicaPlan {
+        let uid = |p: &Pod| p.metadata.uid.clone();
+        let active = self
+            .active
+            .into_iter()
+            .filter(|p| !gone.iter().any(|g| uid(g) == uid(p)))
+            .collect();
+        decide_replicas(rs, active, self.terminating, self.basis, Vec::new)
+    }
+
+    /// The status to write at `now` after carrying out `change`, which failed with
+    /// `manage_error` (its message) or succeeded.
+    pub fn status_at(&self, rs: &ReplicaSet, manage_error: Option<&str>, now: Timestamp) -> ReplicaSetStatus {
+        calculate_status(
+            rs,
+            &self.active,
+            self.basis.terminating(self.terminating),
+            manage_error,
+            now,
+        )
+    }
+
+    /// The availability requeue for `status`, computed at `evaluated_at`, measured from `now`.
+    pub fn requeue_at(
+        &self,
+        rs: &ReplicaSet,
+        status: &ReplicaSetStatus,
+        evaluated_at: Timestamp,
+        now: Timestamp,
+    ) -> Option<Duration> {
+        availability_requeue(rs, &self.active, status, evaluated_at, now)
     }
 }
 

@@ -68,6 +68,7 @@ fn plan(rs: &ReplicaSet, pods: Vec<Pod>, satisfied: bool) -> SyncPlan {
         candidates: &pods,
         burst_replicas: BURST_REPLICAS,
         now: ts(10_000),
+        features: controller::FeatureGates::default(),
     };
     plan_sync(&input, Vec::new).expect("valid")
 }
@@ -201,7 +202,7 @@ fn replica_failure_is_added_once_and_removed_after_a_clean_sync() {
     let p = plan(&r, vec![owned("a").build()], true);
     let failed = p
         .replicas
-        .status_after_failure(&r, "pods \"web-x\" is forbidden: exceeded quota", ts(50));
+        .status_at(&r, Some("pods \"web-x\" is forbidden: exceeded quota"), ts(50));
     let c = crate::status::condition(&failed, REPLICA_FAILURE).expect("condition");
     assert_eq!(
         (c.status.as_str(), c.reason.as_deref()),
@@ -213,7 +214,7 @@ fn replica_failure_is_added_once_and_removed_after_a_clean_sync() {
     r2.status = Some(failed.clone());
     let again = plan(&r2, vec![owned("a").build()], true)
         .replicas
-        .status_after_failure(&r2, "other", ts(60));
+        .status_at(&r2, Some("other"), ts(60));
     assert_eq!(again.conditions, failed.conditions);
     // A sync without error removes it.
     let clean = plan(&r2, vec![owned("a").build()], true).replicas.status;
@@ -224,7 +225,7 @@ fn replica_failure_is_added_once_and_removed_after_a_clean_sync() {
 fn replica_failure_on_scale_down_is_failed_delete() {
     let r = rs(1);
     let p = plan(&r, vec![owned("a").build(), owned("b").build()], true);
-    let s = p.replicas.status_after_failure(&r, "boom", ts(1));
+    let s = p.replicas.status_at(&r, Some("boom"), ts(1));
     let c: &ReplicaSetCondition = crate::status::condition(&s, REPLICA_FAILURE).unwrap();
     assert_eq!(c.reason.as_deref(), Some("FailedDelete"));
 }
@@ -243,6 +244,7 @@ fn an_invalid_selector_is_an_error_naming_the_replicaset() {
         candidates: &[],
         burst_replicas: 500,
         now: ts(0),
+        features: controller::FeatureGates::default(),
     };
     let err = plan_sync(&input, Vec::new).unwrap_err();
     assert!(err.to_string().contains("ns/web"), "{err}");
@@ -278,5 +280,127 @@ fn deletion_age_ratio_is_each_chosen_ready_pods_age_over_the_youngest_ready_pods
     assert_eq!(
         crate::plan::deletion_age_ratios(&active, &[old, unready], now),
         [10.0]
+    );
+}
+
+#[test]
+fn adoptions_that_find_the_pod_gone_are_decided_again_without_it() {
+    let orphan = |name: &str| pod(name).label("app", "web").label("tier", "fe").node("n1");
+    let named = |p: &SyncPlan, name: &str| -> Vec<Arc<Pod>> {
+        p.claims
+            .adopt
+            .iter()
+            .filter(|o| o.metadata.name.as_deref() == Some(name))
+            .cloned()
+            .collect()
+    };
+    // Scale up: both orphans were counted; one vanished, so one pod is missing.
+    let r = rs(3);
+    let pods = vec![
+        owned("a").build(),
+        orphan("o1").ready_at(ts(1)).build(),
+        orphan("o2").ready_at(ts(1)).build(),
+    ];
+    let p = plan(&r, pods, true);
+    assert_eq!(p.replicas.change, ReplicaChange::None);
+    let gone = named(&p, "o1");
+    let again = p.replicas.without(&r, &gone);
+    assert_eq!(again.change, ReplicaChange::Create(1));
+    assert_eq!((again.active.len(), again.status.replicas), (2, 2));
+
+    // Scale down: the not-ready orphan went first; without it, one delete fewer, never of it.
+    let r = rs(1);
+    let pods = vec![
+        owned("a").build(),
+        owned("b").build(),
+        orphan("o").not_ready().build(),
+    ];
+    let p = plan(&r, pods, true);
+    match &p.replicas.change {
+        ReplicaChange::Delete(d) => assert!(d.len() == 2 && names(d).contains(&"o".to_owned())),
+        other => panic!("{other:?}"),
+    }
+    let gone = named(&p, "o");
+    match p.replicas.without(&r, &gone).change {
+        ReplicaChange::Delete(d) => assert!(d.len() == 1 && !names(&d).contains(&"o".to_owned())),
+        other => panic!("{other:?}"),
+    }
+
+    // Nothing is decided while expectations are pending, with or without the pod.
+    let p = plan(&rs(3), vec![orphan("o1").build()], false);
+    let gone = named(&p, "o1");
+    assert_eq!(p.replicas.without(&rs(3), &gone).change, ReplicaChange::None);
+}
+
+#[test]
+fn the_availability_requeue_picks_the_pod_at_the_status_time_and_measures_from_now() {
+    let mut r = rs(3);
+    r.spec.as_mut().unwrap().min_ready_seconds = Some(10);
+    let p = plan(&r, vec![owned("fresh").ready_at(ts(9_995)).build()], true);
+    let s = p.replicas.status_at(&r, None, ts(10_000));
+    // Due at 10,005 s (available strictly after).
+    assert_eq!(
+        p.replicas.requeue_at(&r, &s, ts(10_000), ts(10_003)),
+        Some(Duration::from_millis(2001))
+    );
+    assert_eq!(
+        p.replicas.requeue_at(&r, &s, ts(10_000), ts(10_010)),
+        Some(Duration::ZERO),
+        "already due: at once"
+    );
+    // Ready with no transition time: minReadySeconds, the safeguard.
+    let mut no_time = owned("no-time").build();
+    no_time.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].last_transition_time = None;
+    let p = plan(&r, vec![no_time], true);
+    let s = &p.replicas.status;
+    assert_eq!((s.ready_replicas, s.available_replicas), (Some(1), Some(0)));
+    assert_eq!(p.replicas.requeue_after, Some(Duration::from_secs(10)));
+}
+
+#[test]
+fn feature_gates_switch_the_deletion_cost_and_terminating_replicas_off() {
+    use controller::{FeatureGates, pod_util::POD_DELETION_COST_ANNOTATION};
+    let pods: Vec<Arc<Pod>> = vec![
+        owned("cheap")
+            .ready_at(ts(100))
+            .annotation(POD_DELETION_COST_ANNOTATION, "-5")
+            .build(),
+        owned("flappy").ready_at(ts(100)).restarts(3).build(),
+        owned("leaving").deleting().build(),
+    ]
+    .into_iter()
+    .map(Arc::new)
+    .collect();
+    let rs = rs(1);
+    let run = |features: FeatureGates| {
+        let input = SyncInput {
+            rs: &rs,
+            expectations_satisfied: true,
+            candidates: &pods,
+            burst_replicas: BURST_REPLICAS,
+            now: ts(10_000),
+            features,
+        };
+        plan_sync(&input, Vec::new).expect("valid")
+    };
+    let on = run(FeatureGates::default());
+    assert_eq!(on.replicas.status.terminating_replicas, Some(1));
+    let ReplicaChange::Delete(chosen) = &on.replicas.change else {
+        panic!("a scale-down")
+    };
+    assert_eq!(chosen[0].metadata.name.as_deref(), Some("cheap"));
+    let off = run(FeatureGates {
+        pod_deletion_cost: false,
+        deployment_replica_set_terminating_replicas: false,
+        ..FeatureGates::default()
+    });
+    assert_eq!(off.replicas.status.terminating_replicas, None);
+    let ReplicaChange::Delete(chosen) = &off.replicas.change else {
+        panic!("a scale-down")
+    };
+    assert_eq!(
+        chosen[0].metadata.name.as_deref(),
+        Some("flappy"),
+        "restarts decide without the cost"
     );
 }

@@ -1,9 +1,9 @@
 //! The status a ReplicaSet should have (upstream `calculateStatus`) and whether writing it is needed
 //! (upstream `updateReplicaSetStatus`'s skip test).
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
-use controller::pod_util::{is_available, is_ready};
+use controller::pod_util::{is_available, is_ready, until_available};
 use k8s_openapi::{
     api::{
         apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus},
@@ -24,7 +24,7 @@ pub const REASON_FAILED_DELETE: &str = "FailedDelete";
 pub fn calculate_status(
     rs: &ReplicaSet,
     active: &[Arc<Pod>],
-    terminating: usize,
+    terminating: Option<usize>,
     manage_error: Option<&str>,
     now: Timestamp,
 ) -> ReplicaSetStatus {
@@ -78,8 +78,34 @@ pub fn calculate_status(
     status.fully_labeled_replicas = Some(fully_labeled);
     status.ready_replicas = Some(ready);
     status.available_replicas = Some(available);
-    status.terminating_replicas = Some(len_i32(terminating));
+    status.terminating_replicas = terminating.map(len_i32);
     status
+}
+
+/// When to sync again because a ready pod will become available (minReadySeconds), given the
+/// `status` computed at `evaluated_at` (upstream `syncReplicaSet` with
+/// `FindMinNextPodAvailabilityCheck`): the pod due first as of `evaluated_at`, re-measured from
+/// `now` (later: the status write took time), at once if it is due already. With no such pod while
+/// ready and available counts differ, minReadySeconds, so availability is always counted again.
+pub fn availability_requeue(
+    rs: &ReplicaSet,
+    active: &[Arc<Pod>],
+    status: &ReplicaSetStatus,
+    evaluated_at: Timestamp,
+    now: Timestamp,
+) -> Option<Duration> {
+    let min_ready = rs.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0);
+    if min_ready <= 0 || status.ready_replicas.unwrap_or(0) == status.available_replicas.unwrap_or(0) {
+        return None;
+    }
+    let first = active
+        .iter()
+        .filter_map(|p| until_available(p, min_ready, evaluated_at).map(|d| (d, p)))
+        .min_by_key(|(d, _)| *d);
+    Some(match first {
+        Some((_, pod)) => until_available(pod, min_ready, now).unwrap_or(Duration::ZERO),
+        None => Duration::from_secs(u64::try_from(min_ready).unwrap_or(0)),
+    })
 }
 
 /// Whether `new` differs from what the ReplicaSet shows, counting a stale observedGeneration as a
