@@ -8,11 +8,16 @@
 //! * every write is a PUT carrying the `resourceVersion` it read, so a conflict means someone else
 //!   wrote first, and the write simply fails;
 //! * the leader renews every retry period, and gives up leading if no renewal succeeds within the
-//!   renew deadline;
+//!   renew deadline, counted from the start of the round: an attempt still waiting for the API server
+//!   at the deadline is abandoned (client-go passes the attempts a context with that timeout), so a
+//!   slow API server cannot keep this process leading past it;
+//! * each request has its own timeout, half the renew deadline but at least a second (client-go
+//!   `resourcelock.NewFromKubeconfig`), so that one hung request leaves time for another attempt
+//!   within the same round;
 //! * on release the record keeps the transitions count, empties the holder and shortens the lease to
 //!   one second, so the next candidate acquires at its next try.
 
-use std::time::Duration;
+use std::{future::Future, time::Duration};
 
 use k8s_openapi::{
     api::coordination::v1::{Lease, LeaseSpec},
@@ -25,6 +30,19 @@ use tokio::{sync::watch, time::Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ConfigError, JITTER_FACTOR, LeaderElectionConfig};
+
+/// The shortest per-request timeout (client-go `resourcelock.NewFromKubeconfig`: `max(1s,
+/// renewDeadline/2)`).
+const MIN_REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Why one request of an attempt failed (logged at debug level: a failed attempt is "not now").
+#[derive(Debug, thiserror::Error)]
+enum RequestError {
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    #[error("no answer within {0:?}")]
+    TimedOut(Duration),
+}
 
 /// Leadership was lost: no renewal succeeded within the renew deadline. kube-controller-manager exits
 /// at this point, and so does kcm-rs.
@@ -107,8 +125,9 @@ impl LeaderElector {
         }
     }
 
-    /// Renews every retry period until `cancel` fires (Ok) or a renewal fails for the whole renew
-    /// deadline (Err: stop leading now).
+    /// Renews every retry period until `cancel` fires (Ok) or no renewal succeeds within the renew
+    /// deadline (Err: stop leading now). Returns Err at the latest one retry period plus the renew
+    /// deadline after the last successful renewal, however slow the API server is.
     pub async fn keep_leading(&self, cancel: &CancellationToken) -> Result<(), LeadershipLost> {
         loop {
             tokio::select! {
@@ -117,8 +136,14 @@ impl LeaderElector {
             }
             let deadline = Instant::now() + self.config.renew_deadline;
             let renewed = loop {
-                if self.try_acquire_or_renew().await {
-                    break true;
+                let attempt = tokio::select! {
+                    () = cancel.cancelled() => return Ok(()),
+                    a = tokio::time::timeout_at(deadline, self.try_acquire_or_renew()) => a,
+                };
+                match attempt {
+                    Ok(true) => break true,
+                    Ok(false) => {}
+                    Err(_) => break false, // still waiting for the API server at the deadline
                 }
                 if Instant::now() + self.config.retry_period > deadline {
                     break false;
@@ -167,8 +192,10 @@ impl LeaderElector {
                 ..LeaseSpec::default()
             });
             match self
-                .api
-                .replace(&self.config.name, &PostParams::default(), &lease)
+                .request(
+                    self.api
+                        .replace(&self.config.name, &PostParams::default(), &lease),
+                )
                 .await
             {
                 Ok(_) => {
@@ -177,7 +204,7 @@ impl LeaderElector {
                 }
                 Err(_) => {
                     // Someone wrote meanwhile: read again and retry while it is still ours.
-                    if let Ok(fresh) = self.api.get(&self.config.name).await {
+                    if let Ok(fresh) = self.request(self.api.get(&self.config.name)).await {
                         self.observed.lock().await.lease = Some(fresh);
                     }
                 }
@@ -201,7 +228,7 @@ impl LeaderElector {
     /// expired by our clock, or renew it when we hold it. Any failure is just "not now".
     pub async fn try_acquire_or_renew(&self) -> bool {
         let now = Timestamp::now();
-        let existing = match self.api.get_opt(&self.config.name).await {
+        let existing = match self.request(self.api.get_opt(&self.config.name)).await {
             Ok(l) => l,
             Err(e) => {
                 tracing::debug!(lease = %self.lease_name(), "error retrieving lease: {e}");
@@ -218,7 +245,10 @@ impl LeaderElector {
                 },
                 spec: Some(self.record(None, now)),
             };
-            return match self.api.create(&PostParams::default(), &lease).await {
+            return match self
+                .request(self.api.create(&PostParams::default(), &lease))
+                .await
+            {
                 Ok(created) => {
                     observed.remember_own_write(created);
                     true
@@ -244,8 +274,10 @@ impl LeaderElector {
         }
         lease.spec = Some(self.record(Some((record, ours)), now));
         match self
-            .api
-            .replace(&self.config.name, &PostParams::default(), &lease)
+            .request(
+                self.api
+                    .replace(&self.config.name, &PostParams::default(), &lease),
+            )
             .await
         {
             Ok(updated) => {
@@ -282,6 +314,20 @@ impl LeaderElector {
         }
     }
 
+    /// One API call, bounded by the per-request timeout.
+    async fn request<T>(&self, call: impl Future<Output = kube::Result<T>>) -> Result<T, RequestError> {
+        let limit = self.request_timeout();
+        match tokio::time::timeout(limit, call).await {
+            Ok(result) => Ok(result?),
+            Err(_) => Err(RequestError::TimedOut(limit)),
+        }
+    }
+
+    /// Half the renew deadline, at least [`MIN_REQUEST_TIMEOUT`].
+    fn request_timeout(&self) -> Duration {
+        (self.config.renew_deadline / 2).max(MIN_REQUEST_TIMEOUT)
+    }
+
     fn lease_name(&self) -> String {
         format!("{}/{}", self.config.namespace, self.config.name)
     }
@@ -301,3 +347,7 @@ impl Observed {
 fn jittered(d: Duration) -> Duration {
     d + d.mul_f64(rand::rng().random_range(0.0..JITTER_FACTOR))
 }
+
+#[cfg(test)]
+#[path = "elector_tests.rs"]
+mod tests;

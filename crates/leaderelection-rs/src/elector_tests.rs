@@ -1,0 +1,189 @@
+//! The elector against an in-memory Lease endpoint that can answer, fail or hang, on tokio's paused
+//! clock.
+
+use std::{
+    convert::Infallible,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, AtomicUsize, Ordering},
+    },
+};
+
+use http::{Method, Request, Response, StatusCode};
+use kube::client::Body;
+
+use super::*;
+
+/// How the fake API server treats the next requests.
+#[derive(Default)]
+struct FakeLeases {
+    lease: tokio::sync::Mutex<Option<Lease>>,
+    resource_version: AtomicU64,
+    /// This many next requests never get an answer.
+    hang_next: AtomicUsize,
+    /// Every request is answered (0, the default), hangs ([`HANG`]) or fails with 500 ([`FAIL`]).
+    mode: AtomicUsize,
+}
+
+const HANG: usize = 1;
+const FAIL: usize = 2;
+
+impl FakeLeases {
+    async fn serve(self: Arc<Self>, req: Request<Body>) -> Response<Body> {
+        let hang_once = self
+            .hang_next
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        match self.mode.load(Ordering::SeqCst) {
+            HANG => std::future::pending::<()>().await,
+            _ if hang_once => std::future::pending::<()>().await,
+            FAIL => return status(StatusCode::INTERNAL_SERVER_ERROR, "InternalError"),
+            _ => {}
+        }
+        let method = req.method().clone();
+        let body = req.into_body().collect_bytes().await.unwrap();
+        let mut stored = self.lease.lock().await;
+        match method {
+            Method::GET => match &*stored {
+                Some(l) => respond(StatusCode::OK, serde_json::to_vec(l).unwrap()),
+                None => status(StatusCode::NOT_FOUND, "NotFound"),
+            },
+            Method::POST | Method::PUT => {
+                let mut lease: Lease = serde_json::from_slice(&body).unwrap();
+                let current = stored.as_ref().and_then(|l| l.metadata.resource_version.clone());
+                if method == Method::PUT && lease.metadata.resource_version != current {
+                    return status(StatusCode::CONFLICT, "Conflict");
+                }
+                let rv = self.resource_version.fetch_add(1, Ordering::SeqCst) + 1;
+                lease.metadata.resource_version = Some(rv.to_string());
+                *stored = Some(lease.clone());
+                respond(StatusCode::OK, serde_json::to_vec(&lease).unwrap())
+            }
+            _ => respond(StatusCode::METHOD_NOT_ALLOWED, Vec::new()),
+        }
+    }
+
+    async fn holder(&self) -> Option<String> {
+        let lease = self.lease.lock().await;
+        lease.as_ref()?.spec.as_ref()?.holder_identity.clone()
+    }
+}
+
+fn respond(status: StatusCode, body: Vec<u8>) -> Response<Body> {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    r
+}
+
+/// A failure as the API server writes it: a `Status` object, which kube parses into `Error::Api`.
+fn status(code: StatusCode, reason: &str) -> Response<Body> {
+    let body = serde_json::json!({
+        "kind": "Status", "apiVersion": "v1", "status": "Failure",
+        "message": reason, "reason": reason, "code": code.as_u16(),
+    });
+    respond(code, serde_json::to_vec(&body).unwrap())
+}
+
+fn elector() -> (Arc<LeaderElector>, Arc<FakeLeases>) {
+    let fake = Arc::new(FakeLeases::default());
+    let server = fake.clone();
+    let service = tower::service_fn(move |req| {
+        let server = server.clone();
+        async move { Ok::<_, Infallible>(server.serve(req).await) }
+    });
+    let client = Client::new(service, "default");
+    let config = LeaderElectionConfig::new("kube-system", "kcm-rs", "me");
+    (Arc::new(LeaderElector::new(client, config).unwrap()), fake)
+}
+
+/// Runs `keep_leading` until it returns, with the elapsed (virtual) time.
+async fn keep_leading_for(
+    e: &LeaderElector,
+    cancel_after: Duration,
+) -> (Result<(), LeadershipLost>, Duration) {
+    let cancel = CancellationToken::new();
+    let canceller = cancel.clone();
+    let timer = tokio::spawn(async move {
+        tokio::time::sleep(cancel_after).await;
+        canceller.cancel();
+    });
+    let started = Instant::now();
+    let outcome = e.keep_leading(&cancel).await;
+    timer.abort();
+    (outcome, started.elapsed())
+}
+
+#[tokio::test(start_paused = true)]
+async fn renews_until_cancelled() {
+    let (e, fake) = elector();
+    assert!(e.acquire(&CancellationToken::new()).await);
+    assert_eq!(fake.holder().await.as_deref(), Some("me"));
+    let (outcome, _) = keep_leading_for(&e, Duration::from_secs(60)).await;
+    assert!(outcome.is_ok());
+    assert!(e.is_leader());
+    assert!(
+        fake.resource_version.load(Ordering::SeqCst) > 20,
+        "renewed every retry period"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hung_api_server_ends_leadership_at_the_renew_deadline() {
+    let (e, fake) = elector();
+    assert!(e.acquire(&CancellationToken::new()).await);
+    fake.mode.store(HANG, Ordering::SeqCst);
+    let (outcome, elapsed) = keep_leading_for(&e, Duration::from_secs(3600)).await;
+    assert!(outcome.is_err(), "leadership lost, not held while requests hang");
+    let bound = e.config().retry_period + e.config().renew_deadline;
+    assert!(elapsed <= bound, "lost after {elapsed:?}, later than {bound:?}");
+    assert!(!e.is_leader());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_api_server_ends_leadership_within_the_renew_deadline() {
+    let (e, fake) = elector();
+    assert!(e.acquire(&CancellationToken::new()).await);
+    fake.mode.store(FAIL, Ordering::SeqCst);
+    let (outcome, elapsed) = keep_leading_for(&e, Duration::from_secs(3600)).await;
+    assert!(outcome.is_err());
+    assert!(elapsed <= e.config().retry_period + e.config().renew_deadline);
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_hung_request_leaves_time_to_renew_in_the_same_round() {
+    let (e, fake) = elector();
+    assert!(e.acquire(&CancellationToken::new()).await);
+    fake.hang_next.store(1, Ordering::SeqCst);
+    let (outcome, _) = keep_leading_for(&e, Duration::from_secs(60)).await;
+    assert!(
+        outcome.is_ok(),
+        "the per-request timeout let a later attempt renew"
+    );
+    assert!(e.is_leader());
+    assert_eq!(
+        fake.hang_next.load(Ordering::SeqCst),
+        0,
+        "the hung request happened"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_held_by_another_is_not_taken_before_it_expires() {
+    let (e, fake) = elector();
+    *fake.lease.lock().await = Some(Lease {
+        metadata: ObjectMeta {
+            name: Some("kcm-rs".into()),
+            resource_version: Some("1".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some("them".into()),
+            lease_duration_seconds: Some(15),
+            ..LeaseSpec::default()
+        }),
+    });
+    assert!(!e.try_acquire_or_renew().await);
+    tokio::time::sleep(Duration::from_secs(16)).await;
+    assert!(e.try_acquire_or_renew().await, "expired by our clock");
+    assert_eq!(fake.holder().await.as_deref(), Some("me"));
+}
