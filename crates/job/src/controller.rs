@@ -5,10 +5,10 @@ use std::{future::Future, sync::Arc, time::Duration};
 
 use controller::{
     EventRecorder, Expectations, KubePodControl, PodControl, SystemClock,
+    consistency::ConsistencyStore,
     events::TYPE_WARNING,
     index::{POD_OWNER_INDEX, orphans_in, owned_by, pod_owner_index},
     pod_control::{NoWrites, object_reference},
-    pod_util::controller_of,
     shadow::ShadowState,
     worker::{DEFAULT_DRAIN_TIMEOUT, Reconciler, WorkerOptions, run_workers},
 };
@@ -22,14 +22,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     backoff::BackoffStore,
+    claim::owner,
     conditions::{EVENT_UNKNOWN_COMPLETION_MODE, EVENT_UNKNOWN_COMPLETION_MODE_MESSAGE},
-    executor::{Executor, SyncError, remove_finalizer_patch},
+    executor::{Executor, GR_JOBS, GR_PODS, SyncError},
     finalizer_expectations::FinalizerExpectations,
     handlers::{Handlers, JobHandler, PodHandler},
-    metrics::JobMetrics,
-    plan::{Decision, SyncInput, owner, plan_pods},
+    metrics::{ACTION_RECONCILING, JobMetrics},
+    orphans::{OrphanCleaner, OrphanKey},
+    plan::{Decision, PlanError, SyncInput, plan_pods},
     shadow,
-    spec::{completion_mode_label, has_tracking_finalizer, is_finished, managed_by_external},
+    spec::completion_mode_label,
     tracking::ManageOutcome,
 };
 
@@ -50,6 +52,12 @@ pub struct JobOptions {
     pub workers: usize,
     /// This process's identity, written as the reportingInstance of its events.
     pub instance: String,
+    /// Read our own writes: skip a sync while a cache is older than a pod create or status write
+    /// this controller made (upstream gate `StaleControllerConsistencyJob`, beta and on in 1.36).
+    pub stale_controller_consistency: bool,
+    /// How often the informers replay every cached object to the handlers (KCM:
+    /// `--min-resync-period` × [1, 2), drawn once). `None`: no resync.
+    pub resync_period: Option<Duration>,
 }
 
 impl Default for JobOptions {
@@ -57,6 +65,8 @@ impl Default for JobOptions {
         Self {
             workers: DEFAULT_WORKERS,
             instance: COMPONENT.to_owned(),
+            stale_controller_consistency: true,
+            resync_period: None,
         }
     }
 }
@@ -64,6 +74,7 @@ impl Default for JobOptions {
 /// The Job controller.
 pub struct JobController<P> {
     handlers: Handlers,
+    jobs: SharedInformer<Job>,
     pods: SharedInformer<Pod>,
     registrations: Vec<HandlerRegistration>,
     executor: Executor<P>,
@@ -132,21 +143,28 @@ impl<P: PodControl> JobController<P> {
         let jobs = factory.namespaced::<Job>(InformerOptions::default());
         let pods = factory.namespaced::<Pod>(InformerOptions::default());
         pods.store().add_index(POD_OWNER_INDEX, pod_owner_index());
-        let limiter = || ItemExponentialRateLimiter::new(API_BACKOFF_BASE, API_BACKOFF_MAX);
         let clock: Arc<dyn controller::Clock> = Arc::new(SystemClock);
         let handlers = Handlers {
             jobs: jobs.lister(),
             pods: pods.lister(),
             expectations: Arc::new(Expectations::new()),
             finalizers: Arc::new(FinalizerExpectations::default()),
-            queue: WorkQueue::with_limiter(limiter(), QUEUE_NAME, metrics),
-            orphan_queue: WorkQueue::with_limiter(limiter(), ORPHAN_QUEUE_NAME, metrics),
+            queue: WorkQueue::with_limiter(
+                ItemExponentialRateLimiter::new(API_BACKOFF_BASE, API_BACKOFF_MAX),
+                QUEUE_NAME,
+                metrics,
+            ),
+            orphan_queue: WorkQueue::with_limiter(
+                ItemExponentialRateLimiter::new(API_BACKOFF_BASE, API_BACKOFF_MAX),
+                ORPHAN_QUEUE_NAME,
+                metrics,
+            ),
             metrics: job_metrics.clone(),
             clock: clock.clone(),
         };
         let registrations = vec![
-            jobs.add_event_handler(JobHandler(handlers.clone()), None),
-            pods.add_event_handler(PodHandler(handlers.clone()), None),
+            jobs.add_event_handler(JobHandler(handlers.clone()), options.resync_period),
+            pods.add_event_handler(PodHandler(handlers.clone()), options.resync_period),
         ];
         let executor = Executor {
             control,
@@ -157,9 +175,11 @@ impl<P: PodControl> JobController<P> {
             backoff: Arc::new(BackoffStore::default()),
             clock,
             metrics: job_metrics,
+            consistency: Arc::new(ConsistencyStore::new()),
         };
         Self {
             handlers,
+            jobs,
             pods,
             registrations,
             executor,
@@ -177,7 +197,8 @@ impl<P: PodControl> JobController<P> {
         &self.handlers.queue
     }
 
-    /// Runs the Job workers and the orphan-pod worker until `cancel` fires.
+    /// Runs the Job workers and as many orphan-pod workers (upstream starts one of each per
+    /// `--concurrent-job-syncs`) until `cancel` fires.
     pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
         let synced: Vec<&dyn HasSynced> = self.registrations.iter().map(|r| r as &dyn HasSynced).collect();
         if !wait_for_cache_sync(&cancel, &synced).await {
@@ -192,10 +213,7 @@ impl<P: PodControl> JobController<P> {
             workers: self.options.workers,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
         };
-        let orphan_options = WorkerOptions {
-            workers: 1,
-            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
-        };
+        let orphan_options = options;
         let queue = self.handlers.queue.clone();
         let orphan_queue = self.handlers.orphan_queue.clone();
         let metrics = self.sync_metrics.clone();
@@ -211,9 +229,34 @@ impl<P: PodControl> JobController<P> {
     pub async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
         let started = tokio::time::Instant::now();
         let h = &self.handlers;
+        // Read our own writes: no sync while a cache is older than what this controller wrote
+        // (upstream checks before reading the Job).
+        let fresh = if self.options.stale_controller_consistency {
+            self.executor
+                .consistency
+                .ensure_ready(key.as_str(), |gr| match gr {
+                    GR_PODS => self.pods.last_synced_resource_version(),
+                    GR_JOBS => self.jobs.last_synced_resource_version(),
+                    _ => u64::MAX,
+                })
+        } else {
+            Ok(())
+        };
+        if let Err(source) = fresh {
+            let (resource, group) = source
+                .group_resource
+                .split_once('.')
+                .unwrap_or((source.group_resource, ""));
+            self.executor.metrics.stale_sync_skip(group, resource);
+            return Err(SyncError::Stale {
+                key: key.clone(),
+                source,
+            });
+        }
         let Some(job) = h.jobs.get(key.namespace(), key.name()) else {
             h.expectations.delete(key.as_str());
             h.finalizers.delete(key.as_str());
+            self.executor.consistency.clear(key.as_str());
             self.executor.backoff.remove(key.as_str());
             if let Some(state) = &self.shadow {
                 state.forget(COMPONENT, key.as_str());
@@ -231,6 +274,7 @@ impl<P: PodControl> JobController<P> {
             backoff: self.executor.backoff.get(key.as_str()),
             now: self.executor.clock.now(),
         };
+        let mode = completion_mode_label(&job);
         let plan = match plan_pods(&input) {
             Ok(Decision::Sync(plan)) => *plan,
             Ok(Decision::ManagedExternally(name)) => {
@@ -250,10 +294,14 @@ impl<P: PodControl> JobController<P> {
                 );
                 return Ok(None);
             }
-            Err(e) => {
-                // Only a change to the Job can fix it; other Jobs go on.
-                tracing::error!(job = %key, "{e}");
-                return Ok(None);
+            Err(PlanError::InvalidSelector { key, source }) => {
+                // As upstream: an error (retried with backoff, no event) that only a change to the
+                // Job fixes; other Jobs go on meanwhile.
+                let elapsed = started.elapsed();
+                self.executor
+                    .metrics
+                    .job_sync(mode, "error", ACTION_RECONCILING, elapsed);
+                return Err(SyncError::InvalidSelector { key, source });
             }
         };
         if let Some(state) = &self.shadow {
@@ -267,7 +315,6 @@ impl<P: PodControl> JobController<P> {
                 differences,
             ));
         }
-        let mode = completion_mode_label(&job);
         let action = plan.metrics_action;
         let result = self.executor.execute(plan).await;
         let outcome = if result.is_ok() { "success" } else { "error" };
@@ -293,44 +340,15 @@ impl<P: PodControl> JobController<P> {
         pods
     }
 
-    /// Removes the tracking finalizer of a pod no live, unfinished Job of ours owns (upstream
-    /// `syncOrphanPod`). Pods of other controllers and of externally managed Jobs are left alone.
-    pub async fn sync_orphan(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
-        let Some(pod) = self.pods.lister().get(key.namespace(), key.name()) else {
-            return Ok(None);
+    /// One item of the orphan queue (upstream `syncOrphanPod`); see [`crate::orphans`].
+    pub async fn sync_orphan(&self, key: &OrphanKey) -> Result<Option<Duration>, SyncError> {
+        let cleaner = OrphanCleaner {
+            pods: &self.handlers.pods,
+            jobs: &self.handlers.jobs,
+            control: &self.executor.control,
+            read_only: self.shadow.is_some(),
         };
-        if let Some(r) = controller_of(&pod.metadata) {
-            if r.kind != "Job" || r.api_version != "batch/v1" {
-                return Ok(None);
-            }
-            let job = self
-                .handlers
-                .jobs
-                .get(pod.metadata.namespace.as_deref(), &r.name)
-                .filter(|j| j.metadata.uid.as_deref() == Some(r.uid.as_str()));
-            if let Some(job) = &job
-                && (managed_by_external(job).is_some() || !is_finished(job))
-            {
-                return Ok(None);
-            }
-        }
-        if !has_tracking_finalizer(&pod.metadata) || self.shadow.is_some() {
-            return Ok(None);
-        }
-        let ns = pod.metadata.namespace.as_deref().unwrap_or("");
-        let name = pod.metadata.name.as_deref().unwrap_or("");
-        match self
-            .executor
-            .control
-            .patch_pod(ns, name, &remove_finalizer_patch())
-            .await
-        {
-            Err(e) if !e.is_not_found() => Err(SyncError::Finalizers {
-                key: key.clone(),
-                source: e,
-            }),
-            _ => Ok(None),
-        }
+        cleaner.sync(key).await.map(|()| None)
     }
 }
 
@@ -345,10 +363,14 @@ impl<P: PodControl> Reconciler for JobController<P> {
 /// The orphan-pod worker's view of the controller.
 struct OrphanPods<P>(Arc<JobController<P>>);
 
-impl<P: PodControl> Reconciler for OrphanPods<P> {
+impl<P: PodControl> Reconciler<OrphanKey> for OrphanPods<P> {
     type Error = SyncError;
 
-    fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, SyncError>> + Send {
+    fn sync(&self, key: &OrphanKey) -> impl Future<Output = Result<Option<Duration>, SyncError>> + Send {
         self.0.sync_orphan(key)
     }
 }
+
+#[cfg(test)]
+#[path = "controller_tests.rs"]
+mod tests;

@@ -1,17 +1,17 @@
-//! Doing: carries out a [`SyncPlan`]: adoption and release, pod creations and deletions, then the
-//! status writes and finalizer removals in the order that keeps counting exact (see
-//! [`crate::tracking`]).
+//! Doing: carries out a [`SyncPlan`]: the pod writes ([`crate::pod_writes`]), then the status writes
+//! and finalizer removals in the order that keeps counting exact (see [`crate::tracking`]), and
+//! remembers the resourceVersions it wrote so that no later sync reads an older cache.
 
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use controller::{
     Clock, ControlError, EventRecorder, Expectations, Owner, PodControl,
+    consistency::{ConsistencyStore, StaleCache},
     events::{TYPE_NORMAL, TYPE_WARNING},
     pod_control::object_reference,
-    slow_start::slow_start_batch,
 };
 use futures::future::join_all;
-use informer::ObjectKey;
+use informer::{ObjectKey, SelectorError};
 use k8s_openapi::api::{
     batch::v1::{Job, JobStatus},
     core::v1::Pod,
@@ -20,18 +20,20 @@ use kube::{Api, Client, api::PostParams};
 use serde_json::json;
 
 use crate::{
-    backoff::BackoffStore,
-    finalizer_expectations::FinalizerExpectations,
-    manage::{Creation, PodAction},
-    metrics::JobMetrics,
-    plan::SyncPlan,
-    spec::{JOB_TRACKING_FINALIZER, has_tracking_finalizer},
-    tracking::{ManageOutcome, PlannedEvent, finished_events},
+    backoff::BackoffStore, finalizer_expectations::FinalizerExpectations, finish::finished_events,
+    metrics::JobMetrics, plan::SyncPlan, spec::JOB_TRACKING_FINALIZER, tracking::PlannedEvent,
 };
 
 /// Why a sync must be retried (with the queue's backoff).
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
+    /// Upstream returns this error from `getPodsForJob` (no event): the Job is retried with backoff
+    /// until it is fixed or deleted; other Jobs go on.
+    #[error("couldn't convert the selector of Job {key}: {source}")]
+    InvalidSelector { key: ObjectKey, source: SelectorError },
+    /// A cache is older than this controller's own write (1.36 `StaleControllerConsistencyJob`).
+    #[error("not syncing Job {key} yet: {source}")]
+    Stale { key: ObjectKey, source: StaleCache },
     #[error("claiming pods for Job {key}: {source}")]
     Claim { key: ObjectKey, source: ControlError },
     #[error("managing the pods of Job {key}: {source}")]
@@ -41,6 +43,10 @@ pub enum SyncError {
     #[error("removing tracking finalizers of Job {key}: {source}")]
     Finalizers { key: ObjectKey, source: ControlError },
 }
+
+/// Group-resources the consistency store tracks (upstream's names).
+pub const GR_PODS: &str = "pods";
+pub const GR_JOBS: &str = "jobs.batch";
 
 /// The writes of one Job controller.
 pub struct Executor<P> {
@@ -52,6 +58,9 @@ pub struct Executor<P> {
     pub backoff: Arc<BackoffStore>,
     pub clock: Arc<dyn Clock>,
     pub metrics: Arc<dyn JobMetrics>,
+    /// The resourceVersions this controller wrote (pods created, Job statuses), so that no sync
+    /// runs on a cache older than them.
+    pub consistency: Arc<ConsistencyStore>,
 }
 
 impl<P> std::fmt::Debug for Executor<P> {
@@ -145,169 +154,6 @@ impl<P: PodControl> Executor<P> {
             .record(&object_reference(owner), type_, reason, e.message.clone());
     }
 
-    /// Adopts (adding the finalizer) and releases (removing it), after a fresh read for adoption.
-    async fn claim(&self, plan: &SyncPlan) -> Result<(), ControlError> {
-        if !plan.adopt.is_empty() {
-            self.can_adopt(&plan.owner).await?;
-        }
-        let owner_ref = plan.owner.controller_ref();
-        for p in &plan.adopt {
-            let patch = json!({"metadata": {"ownerReferences": [owner_ref], "uid": p.metadata.uid, "finalizers": [JOB_TRACKING_FINALIZER]}});
-            match self.patch(p, &patch).await {
-                Err(e) if !e.is_not_found() => return Err(e),
-                _ => {}
-            }
-        }
-        for p in &plan.release {
-            let patch = json!({"metadata": {
-                "ownerReferences": [{"$patch": "delete", "uid": plan.owner.uid}],
-                "uid": p.metadata.uid,
-                "$deleteFromPrimitiveList/finalizers": [JOB_TRACKING_FINALIZER]}});
-            match self.patch(p, &patch).await {
-                Err(e) if !(e.is_not_found() || e.is_invalid()) => return Err(e),
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-
-    async fn can_adopt(&self, owner: &Owner) -> Result<(), ControlError> {
-        let api: Api<Job> = Api::namespaced(self.client.clone(), &owner.namespace);
-        let fresh = api
-            .get(&owner.name)
-            .await
-            .map_err(|e| ControlError::api("get job", owner.key(), e))?;
-        let refused = |message: String| ControlError::Refused {
-            what: format!("adopting pods for Job {}", owner.key()),
-            message,
-        };
-        if fresh.metadata.uid.as_deref() != Some(owner.uid.as_str()) {
-            return Err(refused(format!(
-                "original Job {} is gone: got uid {}, wanted {}",
-                owner.key(),
-                fresh.metadata.uid.unwrap_or_default(),
-                owner.uid
-            )));
-        }
-        if fresh.metadata.deletion_timestamp.is_some() {
-            return Err(refused(format!("Job {} has just been deleted", owner.key())));
-        }
-        Ok(())
-    }
-
-    async fn patch(&self, p: &Pod, patch: &serde_json::Value) -> Result<(), ControlError> {
-        let ns = p.metadata.namespace.as_deref().unwrap_or("");
-        let name = p.metadata.name.as_deref().unwrap_or("");
-        self.control.patch_pod(ns, name, patch).await
-    }
-
-    /// The pod writes, keeping expectations in step; returns what they achieved and the first error.
-    async fn manage(&self, plan: &SyncPlan) -> (ManageOutcome, Option<ControlError>) {
-        let key = plan.key.as_str();
-        match &plan.action {
-            PodAction::None => (ManageOutcome::assumed(&plan.action), None),
-            PodAction::DeleteActive(pods) => {
-                let results = join_all(pods.iter().map(|p| self.control.delete_pod(&plan.owner, p))).await;
-                self.deletion_outcome(pods, results)
-            }
-            PodAction::Delete(pods) => {
-                self.expectations
-                    .expect_deletions(key, pods.iter().map(|p| ObjectKey::of(&**p).to_string()));
-                let results = join_all(pods.iter().map(|p| self.unfinalize_and_delete(plan, p))).await;
-                self.deletion_outcome(pods, results)
-            }
-            PodAction::Create(c) => self.create(plan, c).await,
-        }
-    }
-
-    async fn unfinalize_and_delete(&self, plan: &SyncPlan, p: &Pod) -> Result<(), ControlError> {
-        let key = plan.key.as_str();
-        let mut result = Ok(());
-        if has_tracking_finalizer(&p.metadata) {
-            result = self.patch(p, &remove_finalizer_patch()).await;
-        }
-        if result.is_ok() {
-            result = self.control.delete_pod(&plan.owner, p).await;
-        }
-        if result.is_err() {
-            // No watch event will come for this deletion.
-            self.expectations
-                .deletion_observed(key, ObjectKey::of(p).as_str());
-        }
-        result
-    }
-
-    fn deletion_outcome(
-        &self,
-        pods: &[Arc<Pod>],
-        results: Vec<Result<(), ControlError>>,
-    ) -> (ManageOutcome, Option<ControlError>) {
-        let mut out = ManageOutcome {
-            all_deleted: true,
-            ..ManageOutcome::default()
-        };
-        let mut first = None;
-        for (p, r) in pods.iter().zip(results) {
-            match r {
-                Err(e) if !e.is_not_found() => {
-                    out.all_deleted = false;
-                    first.get_or_insert(e);
-                    continue;
-                }
-                _ => {}
-            }
-            out.deleted += 1;
-            if controller::pod_util::is_ready(p) {
-                out.deleted_ready += 1;
-            }
-        }
-        (out, first)
-    }
-
-    async fn create(&self, plan: &SyncPlan, c: &Creation) -> (ManageOutcome, Option<ControlError>) {
-        let key = plan.key.as_str();
-        self.expectations.expect_creations(key, c.count);
-        let mut n = 0;
-        let (created, err) = slow_start_batch(c.count, || {
-            let (template, name) = c.pod(plan, n);
-            n += 1;
-            async move {
-                let r = match &name {
-                    Some(g) => {
-                        self.control
-                            .create_pod_with_generate_name(&plan.owner, &template, g)
-                            .await
-                    }
-                    None => self.control.create_pod(&plan.owner, &template).await,
-                };
-                match r {
-                    Ok(_) => Ok(()),
-                    // The namespace is going away; no create will ever succeed there.
-                    Err(e) if e.is_namespace_terminating() => Ok(()),
-                    Err(e) => Err(e),
-                }
-            }
-        })
-        .await;
-        for _ in created.len()..c.count {
-            self.expectations.creation_observed(key);
-        }
-        let reason = crate::metrics::creation_reason(&plan.job, plan.failed, plan.terminating);
-        if !created.is_empty() {
-            self.metrics
-                .pods_created(reason, crate::metrics::SUCCEEDED, created.len() as u64);
-        }
-        if err.is_some() {
-            self.metrics.pods_created(reason, crate::metrics::FAILED, 1);
-        }
-        let outcome = ManageOutcome {
-            created: crate::spec::len_i32(created.len()),
-            all_deleted: true,
-            ..ManageOutcome::default()
-        };
-        (outcome, err)
-    }
-
     /// Removes the finalizers concurrently; returns the UIDs now without it (a pod that is gone
     /// counts) and the first error.
     async fn remove_finalizers(
@@ -353,9 +199,15 @@ impl<P: PodControl> Executor<P> {
         let mut body = job.clone();
         body.metadata.managed_fields = None;
         body.status = Some(status);
-        api.replace_status(&name, &PostParams::default(), &body)
+        let written = api
+            .replace_status(&name, &PostParams::default(), &body)
             .await
-            .map_err(|e| ControlError::api("update status", format!("{ns}/{name}"), e))
+            .map_err(|e| ControlError::api("update status", format!("{ns}/{name}"), e))?;
+        let uid = job.metadata.uid.as_deref().unwrap_or("");
+        let key = format!("{ns}/{name}");
+        let rv = written.metadata.resource_version.as_deref();
+        self.consistency.wrote_at(&key, uid, GR_JOBS, rv);
+        Ok(written)
     }
 
     fn finished_pod_metrics(&self, job: &Job, old: &JobStatus, new: &JobStatus) {
@@ -384,3 +236,7 @@ fn static_reason(reason: &str) -> &'static str {
     .find(|r| *r == reason)
     .unwrap_or("JobFailed")
 }
+
+#[cfg(test)]
+#[path = "executor_tests.rs"]
+mod tests;

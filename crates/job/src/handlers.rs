@@ -12,10 +12,11 @@ use k8s_openapi::{
 };
 
 use crate::{
+    claim::selector,
     finalizer_expectations::FinalizerExpectations,
     manage::SYNC_JOB_BATCH_PERIOD,
     metrics::{EVENT_ADD, EVENT_DELETE, JobMetrics},
-    plan::selector,
+    orphans::OrphanKey,
     spec::{has_tracking_finalizer, is_finished, managed_by_external, phase},
 };
 
@@ -27,8 +28,9 @@ pub struct Handlers {
     pub expectations: Arc<Expectations>,
     pub finalizers: Arc<FinalizerExpectations>,
     pub queue: WorkQueue<ObjectKey>,
-    /// Pods whose finalizer must go because no live, unfinished Job of ours owns them.
-    pub orphan_queue: WorkQueue<ObjectKey>,
+    /// Pods (or a finished or deleted Job's selector) whose finalizers must go because no live,
+    /// unfinished Job of ours owns them.
+    pub orphan_queue: WorkQueue<OrphanKey>,
     pub metrics: Arc<dyn JobMetrics>,
     pub clock: Arc<dyn Clock>,
 }
@@ -49,19 +51,21 @@ impl Handlers {
             .filter(|j| j.metadata.uid.as_deref() == Some(r.uid.as_str()))
     }
 
-    /// Jobs whose selector matches the pod (upstream `GetPodJobs`).
+    /// Jobs whose selector matches the pod (client-go's `GetPodJobs`): none for a pod without labels;
+    /// Jobs with an invalid selector never match.
     fn matching(&self, pod: &Pod) -> Vec<Arc<Job>> {
         let Some(ns) = pod.metadata.namespace.as_deref() else {
             return Vec::new();
         };
+        let labels = pod.metadata.labels.as_ref().filter(|l| !l.is_empty());
+        if labels.is_none() {
+            return Vec::new();
+        }
         let jobs: Vec<_> = self
             .jobs
             .list_namespace(ns, &LabelMatcher::Everything)
             .into_iter()
-            .filter(|j| match selector(j) {
-                Ok(m @ LabelMatcher::Match(_)) => m.matches_labels(pod.metadata.labels.as_ref()),
-                _ => false,
-            })
+            .filter(|j| selector(j).is_ok_and(|m| m.matches_labels(labels)))
             .collect();
         if jobs.len() > 1 {
             tracing::warn!(pod = ?pod.metadata.name, "user error: more than one Job selects this pod's labels");
@@ -75,7 +79,16 @@ impl Handlers {
     }
 
     fn enqueue_orphan(&self, pod: &Pod) {
-        self.orphan_queue.add(ObjectKey::of(pod));
+        self.orphan_queue.add(OrphanKey::pod(pod));
+    }
+
+    /// Queues a sweep of every pod `job`'s selector selects (upstream `enqueueLabelSelector`): the
+    /// orphan worker removes the finalizer of each one no live, unfinished Job of ours owns.
+    fn enqueue_selector(&self, job: &Job) {
+        match OrphanKey::selector_of(job) {
+            Ok(k) => self.orphan_queue.add(k),
+            Err(e) => tracing::error!(job = %ObjectKey::of(job), "Job has an invalid label selector: {e}"),
+        }
     }
 
     /// A pod going away (`last`: the final delete, not a deletionTimestamp update).
@@ -108,20 +121,6 @@ impl Handlers {
         self.enqueue_batched(&job);
     }
 
-    /// Queues the finalizer removal of every pod of a finished or deleted Job that still has it.
-    fn cleanup_pod_finalizers(&self, job: &Job) {
-        let Ok(matcher) = selector(job) else { return };
-        let ns = job.metadata.namespace.as_deref().unwrap_or("");
-        let uid = job.metadata.uid.as_deref().unwrap_or("");
-        for pod in self.pods.list_namespace(ns, &matcher) {
-            if controller::pod_util::is_controlled_by(&pod.metadata, uid)
-                && has_tracking_finalizer(&pod.metadata)
-            {
-                self.enqueue_orphan(&pod);
-            }
-        }
-    }
-
     /// `terminated_pods_tracking_finalizer_total`: a finished pod gained or lost the finalizer.
     fn record_finished_with_finalizer(&self, old: Option<&Pod>, cur: Option<&Pod>) {
         let f = |p: Option<&Pod>| {
@@ -149,19 +148,20 @@ impl EventHandler<Job> for JobHandler {
         }
     }
 
-    /// Spec changes sync at once, status-only changes batched; a changed deadline is looked at when
-    /// it falls; a finished Job's pods lose their finalizers through the orphan queue (a backup: the
-    /// Job should not have finished with any left).
+    /// A finished Job is not synced again: its selector is swept by the orphan worker instead (a
+    /// backup: the Job should not have finished with any finalizer left). Otherwise spec changes sync
+    /// at once, status-only changes batched, and a changed deadline is looked at when it falls.
     fn on_update(&self, old: &Arc<Job>, cur: &Arc<Job>) {
         let h = &self.0;
         let key = ObjectKey::of(&**cur);
+        if is_finished(cur) {
+            h.enqueue_selector(cur);
+            return;
+        }
         if cur.metadata.generation == old.metadata.generation {
             h.queue.add_after(key.clone(), SYNC_JOB_BATCH_PERIOD);
         } else {
             h.queue.add(key.clone());
-        }
-        if is_finished(cur) {
-            h.cleanup_pod_finalizers(cur);
         }
         let start = cur.status.as_ref().and_then(|s| s.start_time.as_ref());
         let cur_ads = cur.spec.as_ref().and_then(|s| s.active_deadline_seconds);
@@ -179,7 +179,7 @@ impl EventHandler<Job> for JobHandler {
     fn on_delete(&self, job: &DeletedObject<Job>) {
         let job = job.object();
         self.0.queue.add(ObjectKey::of(&**job));
-        self.0.cleanup_pod_finalizers(job);
+        self.0.enqueue_selector(job);
     }
 }
 
@@ -261,3 +261,7 @@ impl EventHandler<Pod> for PodHandler {
         self.0.pod_deleted(pod, true);
     }
 }
+
+#[cfg(test)]
+#[path = "handlers_tests.rs"]
+mod tests;

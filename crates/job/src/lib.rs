@@ -1,14 +1,20 @@
 //! The Job controller (upstream `pkg/controller/job`, Kubernetes 1.36).
 //!
 //! Same shape as the ReplicaSet controller: [`plan::plan_pods`] decides the pod writes from the
-//! caches, [`tracking`] decides status, conditions and finalizer removals from what those writes
-//! achieved, [`plan_sync`] runs both assuming success (tests, shadow mode), [`executor`] writes.
+//! caches ([`claim`], [`finishing`], [`manage`]), [`tracking`] and [`finish`] decide status,
+//! conditions and finalizer removals from what those writes achieved, [`plan_sync`] runs both assuming
+//! success (tests, benchmarks, shadow mode), [`executor`] and [`pod_writes`] write, [`orphans`]
+//! cleans the finalizers no Job sync will remove.
 //!
 //! Behaviour carried over, each with the test that holds it:
 //!
 //! | behaviour | test |
 //! | --- | --- |
-//! | entry: `managedBy` another controller, finished Jobs and unknown completion modes are skipped | `plan::tests::entry_checks_skip_external_finished_and_unknown_mode_jobs` |
+//! | upstream's `TestControllerSyncJob` table, 49 rows (counting, manageJob, replacement policies, backoff, finishing, suspend, Indexed) | `plan::table` |
+//! | upstream's `TestTrackJobStatusAndRemoveFinalizers` table (uncounted first, removals in flight, interim then final conditions, Indexed, the 500 cap) | `tracking::tests` |
+//! | entry: `managedBy` another controller, finished Jobs and unknown completion modes are skipped; the unknown mode gets its Warning event | `plan::tests::entry_checks_skip_external_finished_and_unknown_mode_jobs`, `controller::tests::an_unknown_completion_mode_gets_a_warning_event` |
+//! | an invalid selector: an error retried with the queue's backoff, no event (upstream `getPodsForJob`), counted as an `error` sync; other Jobs go on | `controller::tests::an_invalid_selector_is_an_error_retried_with_backoff_and_no_event` |
+//! | reading its own writes (1.36 `StaleControllerConsistencyJob`, on by default, `JobOptions::stale_controller_consistency`): no sync while the pod or Job cache is older than a pod create or status write of this controller, checked before the Job is read; `job_controller_stale_sync_skips_total` | `controller::tests::a_cache_older_than_our_own_writes_skips_the_sync`, `controller::tests::with_the_gate_off_a_stale_cache_does_not_stop_the_sync`, `executor::tests::pod_writes_follow_the_plan_and_record_consistency_versions` |
 //! | start: parallelism pods created with the tracking finalizer, startTime set, active/ready/terminating written | `plan::tests::job_start_creates_parallelism_pods_and_sets_start_time` |
 //! | surplus deleted in `ActivePods` order (a total order with derived-`Ord` keys) | `plan::tests::too_many_pods_deletes_the_earliest_stage_first`, `active_pods::tests` (property: total order) |
 //! | no pod writes while expectations are pending | `plan::tests::no_writes_while_expectations_are_pending` |
@@ -22,35 +28,50 @@
 //! | Indexed: lowest pending indexes, completedIndexes, hostname, generateName ≤ 58, `JOB_COMPLETION_INDEX` from the label | `plan::tests::indexed_creates_the_lowest_pending_indexes`, `indexed::tests` |
 //! | Indexed: duplicate and out-of-range index pods removed, never create and delete in one sync | `plan::tests::indexed_removes_duplicates_and_out_of_range_indexes_before_creating` |
 //! | index strings as upstream | `intervals::tests` (property: parse/format round trip, merge is union) |
-//! | podFailurePolicy FailJob / Ignore / Count / FailIndex, exit codes In/NotIn with containerName, pod conditions | `pod_failure_policy::tests`, `plan::tests::pod_failure_policy_*` |
-//! | podReplacementPolicy TerminatingOrFailed vs Failed | `plan::tests::pod_replacement_policy_terminating_or_failed_counts_deleted_pods_as_failed` |
-//! | backoffLimitPerIndex, failure-count annotations, per-index backoff, maxFailedIndexes | `plan::tests::backoff_limit_per_index_fails_indexes_and_max_failed_indexes_fails_the_job`, `indexed::tests` |
-//! | successPolicy | `success_policy::tests`, `plan::tests::success_policy_meets_criteria_on_listed_indexes` |
-//! | finalizer tracking: uncounted first, at most 500 per sync, counters after removal | `plan::tests::at_most_500_pods_are_counted_and_unfinalized_per_sync`, `plan::tests::uncounted_pods_without_finalizer_move_to_the_counters` |
+//! | podFailurePolicy FailJob / Ignore / Count / FailIndex, exit codes In/NotIn with containerName, pod conditions | `pod_failure_policy::tests`, `plan::policy_tests::pod_failure_policy_*` |
+//! | podReplacementPolicy TerminatingOrFailed vs Failed | `plan::policy_tests::pod_replacement_policy_terminating_or_failed_counts_deleted_pods_as_failed` |
+//! | backoffLimitPerIndex, failure-count annotations, per-index backoff, maxFailedIndexes | `plan::policy_tests::backoff_limit_per_index_fails_indexes_and_max_failed_indexes_fails_the_job`, `indexed::tests` |
+//! | successPolicy | `success_policy::tests`, `plan::policy_tests::success_policy_meets_criteria_on_listed_indexes` |
+//! | finalizer tracking: uncounted first, at most 500 per sync, counters after removal | `plan::policy_tests::at_most_500_pods_are_counted_and_unfinalized_per_sync`, `plan::policy_tests::uncounted_pods_without_finalizer_move_to_the_counters` |
+//! | partial failures of finalizer removal written back: the failed UIDs stay uncounted, nothing finishes, the retry counts them once | `executor::tests::failed_finalizer_removals_are_written_back_and_stay_uncounted` |
+//! | killed between the status write and the finalizer removal (or between the removal and the counting), a new process converges: no pod keeps the finalizer, nothing counted twice | `executor::tests::killed_between_the_status_write_and_the_finalizer_removal_a_new_process_converges`, `executor::tests::killed_after_the_finalizer_removal_before_counting_a_new_process_converges` |
+//! | a Job deleted mid-run: foreground (its sync unfinalizes every pod), background and orphan propagation (the orphan worker) | `executor::tests::a_job_deleted_in_the_foreground_mid_run_leaves_no_finalizer`, `orphans::tests::pods_of_a_job_deleted_in_the_background_lose_the_finalizer`, `orphans::tests::pods_orphaned_by_orphan_propagation_lose_the_finalizer` |
+//! | a run from creation to Complete against the fake API server: completions pods, each counted once | `executor::tests::a_run_from_creation_to_complete_counts_each_pod_once` |
 //! | adoption adds the finalizer; other controllers' pods untouched | `plan::tests::adoption_adds_the_finalizer_and_foreign_pods_are_left_alone` |
 //! | plans converge: after carrying a plan out, planning again asks for nothing more; a finished Job leaves no finalizer | `plan::props` (property) |
 //! | condition bookkeeping (`ensureJobConditionStatus`) | `conditions::tests` |
-//! | informer handlers, orphan queue `job_orphan_pod`, finalizer expectations | `handlers` (not yet unit-tested), `finalizer_expectations::tests` |
+//! | orphan queue `job_orphan_pod` keyed as upstream 1.36 (one pod, or a finished or deleted Job's selector swept); live, external and foreign pods keep the finalizer; a failed pod key retries, a sweep logs; as many orphan workers as Job workers | `orphans::tests` |
+//! | pod handlers: creation and deletion expectations (a pod seen deleting is a deletion), finalizer removals observed (update without it, final delete), orphans with the finalizer to the orphan queue, batched (1 s) syncs, resyncs ignored, matching Jobs as `GetPodJobs` | `handlers::tests` |
+//! | Job handlers: add (external controllers counted), a spec change syncs at once and a changed activeDeadlineSeconds again at the deadline, status-only updates batched, a finished or deleted Job sweeps its selector and a finished one is not synced again | `handlers::tests` |
+//! | informer resync (KCM `--min-resync-period`, `JobOptions::resync_period`): a resynced Job is synced again (batched) | `handlers::tests::a_job_resync_syncs_it_batched` |
+//! | finalizer expectations (`uidTrackingExpectations`) | `finalizer_expectations::tests` |
 #![forbid(unsafe_code)]
 
 pub mod active_pods;
 pub mod backoff;
+pub mod claim;
 pub mod conditions;
 pub mod controller;
 pub mod executor;
 pub mod finalizer_expectations;
+pub mod finish;
+pub mod finishing;
 pub mod handlers;
 pub mod indexed;
 pub mod intervals;
 pub mod manage;
 pub mod metrics;
+pub mod orphans;
 pub mod plan;
 pub mod pod_failure_policy;
+pub mod pod_writes;
 pub mod shadow;
 pub mod spec;
 pub mod success_policy;
 pub mod tracking;
 
+#[cfg(test)]
+mod fake_cluster;
 #[cfg(test)]
 mod fixtures;
 

@@ -58,6 +58,11 @@ pub trait JobMetrics: Send + Sync + 'static {
     fn job_by_external_controller(&self, controller_name: &str) {
         let _ = controller_name;
     }
+    /// `job_controller_stale_sync_skips_total{group,resource}` (1.36, `StaleControllerConsistencyJob`):
+    /// a sync skipped because a cache had not caught up with this controller's own write.
+    fn stale_sync_skip(&self, group: &str, resource: &str) {
+        let _ = (group, resource);
+    }
 }
 
 /// Discards everything.

@@ -9,8 +9,8 @@ use std::{
     time::Duration,
 };
 
-use controller::{Claim, Owner, pod_util::is_deleting, ref_manager::decide};
-use informer::{LabelMatcher, ObjectKey, SelectorError};
+use controller::{Owner, pod_util::is_deleting};
+use informer::{ObjectKey, SelectorError};
 use k8s_openapi::{
     api::{
         batch::v1::{Job, JobCondition, JobStatus},
@@ -22,7 +22,9 @@ use k8s_openapi::{
 
 use crate::{
     backoff::BackoffRecord,
+    claim::{claim, owner, selector},
     conditions::*,
+    finishing::{failure, finishing_condition},
     intervals::OrderedIntervals,
     manage::{PodAction, plan_manage},
     pod_failure_policy::match_pod_failure_policy,
@@ -125,23 +127,6 @@ pub fn plan_sync(input: &SyncInput<'_>) -> Result<Decision<FullPlan>, PlanError>
         Decision::Finished => Decision::Finished,
         Decision::UnknownCompletionMode => Decision::UnknownCompletionMode,
     })
-}
-
-/// The Job as an owner of pods.
-pub fn owner(job: &Job) -> Owner {
-    let m = &job.metadata;
-    Owner {
-        api_version: "batch/v1".into(),
-        kind: "Job".into(),
-        namespace: m.namespace.clone().unwrap_or_default(),
-        name: m.name.clone().unwrap_or_default(),
-        uid: m.uid.clone().unwrap_or_default(),
-        deleting: is_deleting(m),
-    }
-}
-
-pub fn selector(job: &Job) -> Result<LabelMatcher, SelectorError> {
-    LabelMatcher::from_selector(job.spec.as_ref().and_then(|s| s.selector.as_ref()))
 }
 
 /// The first half: entry checks, counting, the finishing condition and the pod writes.
@@ -318,133 +303,21 @@ pub fn plan_pods(input: &SyncInput<'_>) -> Result<Decision<SyncPlan>, PlanError>
     Ok(Decision::Sync(Box::new(plan)))
 }
 
-/// Claimed pods, orphans to adopt, pods to release.
-type Claimed = (Vec<Arc<Pod>>, Vec<Arc<Pod>>, Vec<Arc<Pod>>);
-
-/// Claims candidates (upstream `getPodsForJob`): owned and adopted pods, then the adoptions and
-/// releases to write. Adopted pods get the finalizer for the rest of the sync, as the adoption
-/// patch adds it.
-fn claim(owner: &Owner, matcher: &LabelMatcher, candidates: &[Arc<Pod>]) -> Claimed {
-    let (mut pods, mut adopt, mut release) = (Vec::new(), Vec::new(), Vec::new());
-    for p in candidates {
-        let matches = matcher.matches_labels(p.metadata.labels.as_ref());
-        match decide(owner, &p.metadata, matches) {
-            Claim::Owned => pods.push(p.clone()),
-            Claim::Adopt => {
-                adopt.push(p.clone());
-                let mut with = (**p).clone();
-                if !has_tracking_finalizer(&with.metadata) {
-                    with.metadata
-                        .finalizers
-                        .get_or_insert_with(Vec::new)
-                        .push(JOB_TRACKING_FINALIZER.into());
-                }
-                pods.push(Arc::new(with));
-            }
-            Claim::Release => release.push(p.clone()),
-            Claim::Ignore => {}
-        }
-    }
-    (pods, adopt, release)
-}
-
-fn failure(reason: &str, message: &str, now: Timestamp) -> JobCondition {
-    new_condition(FAILURE_TARGET, "True", reason, message, now)
-}
-
-/// The finishing condition from the Job's conditions, the pod failure policy, backoffLimit and
-/// activeDeadlineSeconds, first match wins; or when to look again for the deadline.
-fn finishing_condition(
-    job: &Job,
-    pods: &[Arc<Pod>],
-    failed: i32,
-    now: Timestamp,
-    requeue_after: &mut Option<Duration>,
-) -> Option<JobCondition> {
-    let conds = conditions(job);
-    if let Some(c) = find_condition(conds, SUCCESS_CRITERIA_MET).filter(|c| c.status == "True") {
-        return Some(c.clone());
-    }
-    if let Some(c) = find_condition(conds, FAILURE_TARGET).filter(|c| c.status == "True") {
-        let reason = c.reason.as_deref().unwrap_or("");
-        return Some(new_condition(
-            FAILED,
-            "True",
-            reason,
-            c.message.as_deref().unwrap_or(""),
-            now,
-        ));
-    }
-    let policy = job.spec.as_ref().and_then(|s| s.pod_failure_policy.as_ref());
-    if policy.is_some() {
-        let msg = pods
-            .iter()
-            .filter(|p| is_pod_failed(p, job))
-            .find_map(|p| match_pod_failure_policy(policy, p).fail_job_message);
-        if let Some(msg) = msg {
-            return Some(failure(REASON_POD_FAILURE_POLICY, &msg, now));
-        }
-    }
-    if failed > backoff_limit(job) || past_backoff_limit_on_failure(job, pods) {
-        return Some(failure(
-            REASON_BACKOFF_LIMIT_EXCEEDED,
-            MESSAGE_BACKOFF_LIMIT_EXCEEDED,
-            now,
-        ));
-    }
-    let deadline = job.spec.as_ref().and_then(|s| s.active_deadline_seconds);
-    let start = job
-        .status
-        .as_ref()
-        .and_then(|s| s.start_time.as_ref())
-        .map(|t| t.0);
-    if let (Some(ads), Some(start), false) = (deadline, start, suspended(job)) {
-        let elapsed_ms = now.as_millisecond() - start.as_millisecond();
-        let allowed_ms = ads.saturating_mul(1000);
-        if elapsed_ms >= allowed_ms {
-            return Some(failure(REASON_DEADLINE_EXCEEDED, MESSAGE_DEADLINE_EXCEEDED, now));
-        }
-        *requeue_after = Some(Duration::from_millis(
-            u64::try_from(allowed_ms - elapsed_ms).unwrap_or(0),
-        ));
-    }
-    None
-}
-
-/// With `restartPolicy: OnFailure`, container restarts of running and pending pods count as
-/// failures: at least backoffLimit of them (any, with a limit of 0) fail the Job.
-pub fn past_backoff_limit_on_failure(job: &Job, pods: &[Arc<Pod>]) -> bool {
-    let policy = job
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
-        .and_then(|s| s.restart_policy.as_deref());
-    if policy != Some("OnFailure") {
-        return false;
-    }
-    let restarts: i64 = pods
-        .iter()
-        .filter(|p| matches!(phase(p), "Running" | "Pending"))
-        .filter_map(|p| p.status.as_ref())
-        .flat_map(|s| {
-            s.init_container_statuses
-                .iter()
-                .flatten()
-                .chain(s.container_statuses.iter().flatten())
-        })
-        .map(|c| i64::from(c.restart_count))
-        .sum();
-    let limit = i64::from(backoff_limit(job));
-    if limit == 0 {
-        restarts > 0
-    } else {
-        restarts >= limit
-    }
-}
+#[cfg(test)]
+#[path = "plan_test_support.rs"]
+mod support;
 
 #[cfg(test)]
 #[path = "plan_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "plan_policy_tests.rs"]
+mod policy_tests;
+
+#[cfg(test)]
+#[path = "plan_table_tests.rs"]
+mod table;
 
 #[cfg(test)]
 #[path = "plan_props.rs"]

@@ -1,0 +1,113 @@
+//! `JobController::sync`'s own rules over caches filled by hand (no informer runs): an invalid
+//! selector is an error retried with backoff, a cache older than this controller's writes skips
+//! the sync (`StaleControllerConsistencyJob`), an unknown completion mode gets its event.
+
+use informer::{NoopMetrics, SharedInformerFactory, Store};
+use parking_lot::Mutex;
+
+use super::*;
+use crate::{
+    fake_cluster::FakeCluster,
+    fixtures::{job, spec},
+};
+
+const KEY: &str = "ns/foobar";
+
+#[derive(Debug, Default)]
+struct Recorded(Mutex<Vec<String>>);
+
+impl JobMetrics for Recorded {
+    fn job_sync(&self, mode: &str, result: &str, action: &str, _: Duration) {
+        self.0.lock().push(format!("sync {mode} {result} {action}"));
+    }
+    fn stale_sync_skip(&self, group: &str, resource: &str) {
+        self.0.lock().push(format!("stale {group} {resource}"));
+    }
+}
+
+fn put<K: kube::Resource<DynamicType = ()> + Clone>(store: &Store<K>, obj: K) {
+    store.upsert(ObjectKey::of(&obj), Arc::new(obj));
+}
+
+fn controller(j: Job) -> (JobController<FakeCluster>, FakeCluster, Arc<Recorded>) {
+    controller_with(j, JobOptions::default())
+}
+
+fn controller_with(j: Job, options: JobOptions) -> (JobController<FakeCluster>, FakeCluster, Arc<Recorded>) {
+    let cluster = FakeCluster::default();
+    cluster.world().jobs.insert(KEY.into(), j.clone());
+    let factory = SharedInformerFactory::new(cluster.client());
+    let metrics = Arc::new(Recorded::default());
+    let c = JobController::with_control(
+        &factory,
+        cluster.client(),
+        cluster.clone(),
+        EventRecorder::in_memory(),
+        options,
+        &NoopMetrics,
+        metrics.clone(),
+    );
+    put(c.handlers.jobs.store(), j);
+    (c, cluster, metrics)
+}
+
+#[tokio::test]
+async fn an_invalid_selector_is_an_error_retried_with_backoff_and_no_event() {
+    let mut j = job(1, Some(1));
+    let sel = spec(&mut j).selector.as_mut().unwrap();
+    sel.match_labels = Some([("bad key!".to_owned(), "v".to_owned())].into());
+    let (c, cluster, metrics) = controller(j);
+    let err = c.sync(&ObjectKey::parse(KEY)).await.unwrap_err();
+    assert!(matches!(err, SyncError::InvalidSelector { .. }), "{err}");
+    assert!(err.to_string().contains(KEY), "{err}");
+    assert_eq!(*metrics.0.lock(), ["sync NonIndexed error reconciling"]);
+    assert!(cluster.world().pod_writes.is_empty());
+    assert!(
+        c.executor.recorder.recorded().is_empty(),
+        "upstream records no event"
+    );
+}
+
+#[tokio::test]
+async fn a_cache_older_than_our_own_writes_skips_the_sync() {
+    let (c, cluster, metrics) = controller(job(2, Some(2)));
+    c.sync(&ObjectKey::parse(KEY)).await.expect("first sync");
+    assert_eq!(cluster.world().pods.len(), 2);
+    // Nothing reached the (never started) informers: both caches are older than the writes.
+    let err = c.sync(&ObjectKey::parse(KEY)).await.unwrap_err();
+    let SyncError::Stale { key, source } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(key.as_str(), KEY);
+    assert!([GR_PODS, GR_JOBS].contains(&source.group_resource));
+    assert_eq!(cluster.world().pods.len(), 2, "no second round of creations");
+    let recorded = metrics.0.lock().clone();
+    assert_eq!(recorded[0], "sync NonIndexed success pods_created");
+    assert!(recorded[1].starts_with("stale "), "{recorded:?}");
+}
+
+#[tokio::test]
+async fn with_the_gate_off_a_stale_cache_does_not_stop_the_sync() {
+    let options = JobOptions {
+        stale_controller_consistency: false,
+        ..JobOptions::default()
+    };
+    let (c, _, metrics) = controller_with(job(2, Some(2)), options);
+    c.sync(&ObjectKey::parse(KEY)).await.expect("first sync");
+    c.sync(&ObjectKey::parse(KEY))
+        .await
+        .expect("second sync, on the same stale caches");
+    assert!(metrics.0.lock().iter().all(|m| !m.starts_with("stale")));
+}
+
+#[tokio::test]
+async fn an_unknown_completion_mode_gets_a_warning_event() {
+    let mut j = job(1, Some(1));
+    spec(&mut j).completion_mode = Some("Odd".into());
+    let (c, cluster, _) = controller(j);
+    assert_eq!(c.sync(&ObjectKey::parse(KEY)).await.unwrap(), None);
+    let events = c.executor.recorder.recorded();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].reason, EVENT_UNKNOWN_COMPLETION_MODE);
+    assert!(cluster.world().pod_writes.is_empty());
+}

@@ -1,0 +1,139 @@
+//! Removing the tracking finalizer from pods that no live, unfinished Job of ours owns (upstream
+//! `orphanQueue`, `syncOrphanPod`, `syncOrphanPodsBySelector` and `handleSingleOrphanPod`).
+//!
+//! The queue (`job_orphan_pod`) holds two kinds of key, as upstream 1.36's `orphanPodKey`: one pod
+//! (a pod event showed an orphan, or a pod of a gone or finished Job, still carrying the finalizer),
+//! or a whole label selector in a namespace (queued when a Job finishes or is deleted: a backup, as
+//! the Job should not have finished with any finalizer left, and the one sweep that catches pods
+//! whose events came before the Job's). Either way each pod is checked again at sync time: a pod
+//! that a live, unfinished Job controls, or that belongs to another kind of controller or to a Job
+//! managed by another controller, keeps its finalizer.
+
+use std::fmt;
+
+use controller::{PodControl, pod_util::controller_of};
+use informer::{LabelMatcher, Lister, ObjectKey, SelectorError};
+use k8s_openapi::{
+    api::{batch::v1::Job, core::v1::Pod},
+    apimachinery::pkg::apis::meta::v1::LabelSelector,
+};
+
+use crate::{
+    claim::selector,
+    executor::{SyncError, remove_finalizer_patch},
+    spec::{has_tracking_finalizer, is_finished, managed_by_external},
+};
+
+/// An item of the orphan queue.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OrphanKey {
+    /// One pod, by `namespace/name`.
+    Pod(ObjectKey),
+    /// Every pod of `namespace` that a finished or deleted Job's selector selects. The selector is
+    /// kept as its JSON (label maps are ordered, so equal selectors give equal keys and dedup).
+    Selector { namespace: String, selector: String },
+}
+
+impl OrphanKey {
+    pub fn pod(pod: &Pod) -> Self {
+        OrphanKey::Pod(ObjectKey::of(pod))
+    }
+
+    /// The key sweeping the pods of `job`'s selector; an invalid selector has no key (upstream logs
+    /// it and queues nothing).
+    pub fn selector_of(job: &Job) -> Result<Self, SelectorError> {
+        selector(job)?;
+        let s = job.spec.as_ref().and_then(|s| s.selector.as_ref());
+        Ok(OrphanKey::Selector {
+            namespace: job.metadata.namespace.clone().unwrap_or_default(),
+            selector: serde_json::to_string(&s).unwrap_or_default(),
+        })
+    }
+}
+
+impl fmt::Display for OrphanKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OrphanKey::Pod(k) => write!(f, "pod {k}"),
+            OrphanKey::Selector { namespace, selector } => {
+                write!(f, "pods of {namespace} selected by {selector}")
+            }
+        }
+    }
+}
+
+/// What an orphan sync reads and writes through.
+#[derive(Debug)]
+pub struct OrphanCleaner<'a, P> {
+    pub pods: &'a Lister<Pod>,
+    pub jobs: &'a Lister<Job>,
+    pub control: &'a P,
+    /// Shadow mode: decide, never write.
+    pub read_only: bool,
+}
+
+impl<P: PodControl> OrphanCleaner<'_, P> {
+    /// One item of the orphan queue. A pod key fails (and is retried) when its patch fails; a
+    /// selector sweep logs each failed pod and succeeds, as upstream (each of those pods is queued
+    /// again by its own events).
+    pub async fn sync(&self, key: &OrphanKey) -> Result<(), SyncError> {
+        match key {
+            OrphanKey::Pod(k) => match self.pods.get(k.namespace(), k.name()) {
+                Some(pod) => self.clean(&pod).await,
+                None => Ok(()),
+            },
+            OrphanKey::Selector { namespace, selector } => {
+                let parsed: Option<LabelSelector> = serde_json::from_str(selector).unwrap_or_default();
+                let Ok(matcher) = LabelMatcher::from_selector(parsed.as_ref()) else {
+                    return Ok(());
+                };
+                for pod in self.pods.list_namespace(namespace, &matcher) {
+                    if let Err(e) = self.clean(&pod).await {
+                        tracing::error!(pod = %ObjectKey::of(&*pod), "syncing orphan pod failed: {e}");
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether `pod`'s finalizer must go: it has one, and no live, unfinished Job of ours controls
+    /// it (upstream `handleSingleOrphanPod`).
+    pub fn must_clean(&self, pod: &Pod) -> bool {
+        if !has_tracking_finalizer(&pod.metadata) {
+            return false;
+        }
+        let Some(r) = controller_of(&pod.metadata) else {
+            return true;
+        };
+        if r.kind != "Job" || r.api_version != "batch/v1" {
+            return false; // another kind of controller's pod
+        }
+        let job = self
+            .jobs
+            .get(pod.metadata.namespace.as_deref(), &r.name)
+            .filter(|j| j.metadata.uid.as_deref() == Some(r.uid.as_str()));
+        match job {
+            Some(j) if managed_by_external(&j).is_some() => false,
+            Some(j) => is_finished(&j),
+            None => true,
+        }
+    }
+
+    async fn clean(&self, pod: &Pod) -> Result<(), SyncError> {
+        if !self.must_clean(pod) || self.read_only {
+            return Ok(());
+        }
+        let key = ObjectKey::of(pod);
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("");
+        let name = pod.metadata.name.as_deref().unwrap_or("");
+        match self.control.patch_pod(ns, name, &remove_finalizer_patch()).await {
+            Err(e) if !e.is_not_found() => Err(SyncError::Finalizers { key, source: e }),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "orphans_tests.rs"]
+mod tests;
