@@ -62,6 +62,9 @@ pub struct DeploymentOptions {
     pub workers: usize,
     /// This process's identity, written as the reportingInstance of its events.
     pub instance: String,
+    /// How often the informers replay every cached object to the handlers (KCM:
+    /// `--min-resync-period` × [1, 2), drawn once). `None`: no resync.
+    pub resync_period: Option<Duration>,
 }
 
 impl Default for DeploymentOptions {
@@ -69,6 +72,7 @@ impl Default for DeploymentOptions {
         Self {
             workers: DEFAULT_WORKERS,
             instance: COMPONENT.to_owned(),
+            resync_period: None,
         }
     }
 }
@@ -138,9 +142,9 @@ impl DeploymentController {
             queue: WorkQueue::named(QUEUE_NAME, metrics),
         };
         let registrations = vec![
-            deployments.add_event_handler(DeploymentHandler(handlers.clone()), None),
-            replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), None),
-            pods.add_event_handler(PodHandler(handlers.clone()), None),
+            deployments.add_event_handler(DeploymentHandler(handlers.clone()), options.resync_period),
+            replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), options.resync_period),
+            pods.add_event_handler(PodHandler(handlers.clone()), options.resync_period),
         ];
         let executor = Executor {
             client,

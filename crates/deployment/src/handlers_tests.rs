@@ -69,3 +69,13 @@ async fn pod_deletions_wake_only_recreate_deployments() {
         assert_eq!(drain(&h.queue), want);
     }
 }
+
+#[tokio::test]
+async fn a_deployment_resync_enqueues_it() {
+    // `--min-resync-period` relies on this: upstream's updateDeployment queues on every update,
+    // resyncs (old == new) included, while ReplicaSet resyncs are ignored (above).
+    let h = setup(false);
+    let d = Arc::new(deployment("foo", 1).build());
+    DeploymentHandler(h.clone()).on_update(&d, &d);
+    assert_eq!(drain(&h.queue), ["ns/foo"]);
+}

@@ -29,6 +29,7 @@
 //! | sort orders are total (derived-`Ord` keys) and agree with upstream's | `replica_sets::tests::orders_are_total`, `replica_sets::tests::size_orders_agree_with_upstream` |
 //! | a plan over its own result asks for nothing more | `plan::tests::an_up_to_date_deployment_plans_nothing` |
 //! | informer handlers: Deployment events; ReplicaSets to their owner or, orphans, to every matching Deployment; pod deletes for Recreate | `handlers::tests` |
+//! | informer resync (KCM `--min-resync-period`, `DeploymentOptions::resync_period`): a resynced Deployment is synced again, a resynced ReplicaSet is not | `handlers::tests::a_deployment_resync_enqueues_it`, `handlers::tests::replica_sets_wake_their_owner_and_orphans_every_matching_deployment` |
 //!
 //! Where kcm-rs differs on purpose:
 //! * one write per object per sync. Upstream's later status writes in a sync reuse a stale

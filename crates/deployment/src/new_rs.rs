@@ -150,7 +150,7 @@ impl Work<'_> {
             slot.events.push(PlannedEvent {
                 type_: TYPE_NORMAL,
                 reason: REASON_SCALING,
-                message: format!("Scaled up replica set {name} to {replicas}"),
+                message: format!("Scaled up replica set {name} from 0 to {replicas}"),
             });
         }
         self.slots.push(slot);

@@ -54,7 +54,7 @@ fn first_sync_creates_the_new_replica_set_and_records_the_revision() {
     let name = rsu::name(&created.rs).to_owned();
     assert_eq!(
         created.events[0].message,
-        format!("Scaled up replica set {name} to 3")
+        format!("Scaled up replica set {name} from 0 to 3")
     );
     let status_d = a.status.as_ref().unwrap();
     assert_eq!(

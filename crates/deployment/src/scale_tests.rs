@@ -209,7 +209,7 @@ fn a_saturated_available_new_replica_set_takes_everything() {
     assert_eq!(sizes(&w), expect(&[("new", 3), ("old", 0)]));
     assert_eq!(
         w.slots[0].events[0].message,
-        "Scaled down replica set old to 0 from 2"
+        "Scaled down replica set old from 2 to 0"
     );
 }
 
@@ -234,8 +234,8 @@ fn the_e2e_proportional_scaling_figure() {
     assert_eq!(
         messages,
         [
-            "Scaled up replica set first to 20 from 8",
-            "Scaled up replica set new to 13 from 5"
+            "Scaled up replica set first from 8 to 20",
+            "Scaled up replica set new from 5 to 13"
         ]
     );
 }

@@ -176,7 +176,7 @@ impl<'a> Work<'a> {
             slot.events.push(PlannedEvent {
                 type_: TYPE_NORMAL,
                 reason: REASON_SCALING,
-                message: format!("Scaled {op} replica set {name} to {to} from {from}"),
+                message: format!("Scaled {op} replica set {name} from {from} to {to}"),
             });
         }
         resize
