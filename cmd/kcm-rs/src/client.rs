@@ -1,82 +1,212 @@
-//! The API client: configuration from the flags, client-side QPS/burst (kube's client has none), and
-//! a read-only guard for shadow mode.
+//! The API clients, split as kube-controller-manager splits them: one per controller (its writes and
+//! its events), one for every shared informer, one for the leader election.
+//!
+//! Each client has its own `--kube-api-qps`/`--kube-api-burst` token bucket and its own request
+//! queue, as each client-go clientset KCM builds from its rest config has its own rate limiter: a
+//! burst of pod creates then waits behind itself, not in front of the lease renewal or the watches.
+//! Each names itself in its User-Agent (`kcm-rs/<name>`), which the API server's audit log and
+//! metrics show. In shadow mode every client refuses writes. (kube's client sets no rate limit and no
+//! User-Agent of its own.)
 
 use std::{
     future::Future,
     num::NonZeroU32,
+    path::PathBuf,
     pin::Pin,
     sync::Arc,
     task::{Context, Poll, ready},
     time::Duration,
 };
 
-use anyhow::Context as _;
 use governor::{
     DefaultDirectRateLimiter, Quota, RateLimiter,
     clock::{Clock as _, DefaultClock},
 };
-use http::{Method, Request};
+use http::{HeaderValue, Method, Request, header::InvalidHeaderValue, header::USER_AGENT};
 use kube::{
     Client,
     client::{Body, ClientBuilder},
-    config::{KubeConfigOptions, Kubeconfig},
+    config::{InferConfigError, KubeConfigOptions, Kubeconfig, KubeconfigError},
 };
 use tower::{Layer, Service};
 
 use crate::flags::Args;
 
+/// What every User-Agent starts with (KCM's is `kube-controller-manager/<version> …/<name>`).
+pub const USER_AGENT_PREFIX: &str = "kcm-rs";
+/// The client of every shared informer (KCM: `rootClientBuilder.Client("shared-informers")`, which
+/// also waits for the API server at start-up).
+pub const SHARED_INFORMERS: &str = "shared-informers";
+/// The leader election's client (client-go `resourcelock.NewFromKubeconfig`: `leader-election`).
+pub const LEADER_ELECTION: &str = "leader-election";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("--kubeconfig {}: {source}", path.display())]
+    Kubeconfig { path: PathBuf, source: KubeconfigError },
+    #[error("no --kubeconfig given and none could be inferred: {0}")]
+    Infer(#[source] InferConfigError),
+    #[error("--master {master:?} is not a URL: {source}")]
+    Master {
+        master: String,
+        source: http::uri::InvalidUri,
+    },
+    #[error("--kube-api-qps {qps} is out of range")]
+    Qps { qps: f64 },
+    #[error("--kube-api-burst must be at least 1")]
+    Burst,
+    #[error("client {name:?} is not a valid User-Agent: {source}")]
+    UserAgent {
+        name: String,
+        source: InvalidHeaderValue,
+    },
+    #[error("building the client {name:?}: {source}")]
+    Build { name: String, source: kube::Error },
+}
+
 /// The client configuration: `--kubeconfig`, else in-cluster, `$KUBECONFIG`, `~/.kube/config`; then
 /// `--master` overrides the server address.
-pub async fn config(args: &Args) -> anyhow::Result<kube::Config> {
+pub async fn config(args: &Args) -> Result<kube::Config, ClientError> {
     let mut config = match &args.kubeconfig {
         Some(path) => {
-            let kc =
-                Kubeconfig::read_from(path).with_context(|| format!("--kubeconfig {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?
+            let kubeconfig = |source| ClientError::Kubeconfig {
+                path: path.clone(),
+                source,
+            };
+            let kc = Kubeconfig::read_from(path).map_err(kubeconfig)?;
+            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                .await
+                .map_err(kubeconfig)?
         }
-        None => kube::Config::infer()
-            .await
-            .context("no --kubeconfig given and none could be inferred")?,
+        None => kube::Config::infer().await.map_err(ClientError::Infer)?,
     };
     if let Some(master) = &args.master {
-        config.cluster_url = master
-            .parse()
-            .with_context(|| format!("--master {master:?} is not a URL"))?;
+        config.cluster_url = master.parse().map_err(|source| ClientError::Master {
+            master: master.clone(),
+            source,
+        })?;
     }
     Ok(config)
 }
 
-/// A client limited to `qps` requests per second with bursts of `burst` (client-go's token bucket
-/// semantics as KCM's `--kube-api-qps`/`--kube-api-burst`). With `read_only`, every request other than
-/// GET fails before it leaves the process.
-pub fn client(config: kube::Config, qps: f64, burst: u32, read_only: bool) -> anyhow::Result<Client> {
-    let period = Duration::from_secs_f64(1.0 / qps);
-    let quota = Quota::with_period(period)
-        .context("--kube-api-qps is too large")?
-        .allow_burst(NonZeroU32::new(burst).context("--kube-api-burst must be at least 1")?);
-    let limiter = Arc::new(RateLimiter::direct(quota));
-    let builder = ClientBuilder::try_from(config)?;
-    let builder = builder.with_layer(&QpsLayer { limiter });
-    Ok(if read_only {
-        builder.with_layer(&ReadOnlyLayer).build()
-    } else {
-        builder.build()
-    })
+/// Builds the named clients from one configuration and the client flags.
+#[derive(Clone)]
+pub struct Clients {
+    config: kube::Config,
+    quota: Quota,
+    read_only: bool,
 }
 
-struct QpsLayer {
+impl std::fmt::Debug for Clients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Clients")
+            .field("server", &self.config.cluster_url)
+            .field("quota", &self.quota)
+            .field("read_only", &self.read_only)
+            .finish()
+    }
+}
+
+impl Clients {
+    /// Clients limited to `qps` requests per second with bursts of `burst` each (client-go's token
+    /// bucket, as KCM's `--kube-api-qps`/`--kube-api-burst`). With `read_only`, every request other
+    /// than GET fails before it leaves the process.
+    pub fn new(config: kube::Config, qps: f64, burst: u32, read_only: bool) -> Result<Self, ClientError> {
+        let period = Duration::try_from_secs_f64(1.0 / qps).map_err(|_| ClientError::Qps { qps })?;
+        let quota = Quota::with_period(period)
+            .ok_or(ClientError::Qps { qps })?
+            .allow_burst(NonZeroU32::new(burst).ok_or(ClientError::Burst)?);
+        Ok(Self {
+            config,
+            quota,
+            read_only,
+        })
+    }
+
+    /// A new client with User-Agent `kcm-rs/<name>` and a token bucket of its own.
+    pub fn client_for(&self, name: &str) -> Result<Client, ClientError> {
+        let layers = self.layers_for(name)?;
+        let builder = ClientBuilder::try_from(self.config.clone()).map_err(|source| ClientError::Build {
+            name: name.to_owned(),
+            source,
+        })?;
+        Ok(builder.with_layer(&layers).build())
+    }
+
+    /// The middleware of the client `name`; each call makes a new token bucket.
+    pub fn layers_for(&self, name: &str) -> Result<ClientLayers, ClientError> {
+        let user_agent = HeaderValue::from_str(&format!("{USER_AGENT_PREFIX}/{name}")).map_err(|source| {
+            ClientError::UserAgent {
+                name: name.to_owned(),
+                source,
+            }
+        })?;
+        Ok(ClientLayers {
+            user_agent,
+            limiter: Arc::new(RateLimiter::direct(self.quota)),
+            read_only: self.read_only,
+        })
+    }
+}
+
+/// One client's middleware, outermost first: the read-only guard (shadow mode), the User-Agent, the
+/// token bucket.
+#[derive(Clone)]
+pub struct ClientLayers {
+    user_agent: HeaderValue,
     limiter: Arc<DefaultDirectRateLimiter>,
+    read_only: bool,
 }
 
-impl<S> Layer<S> for QpsLayer {
-    type Service = Qps<S>;
-    fn layer(&self, inner: S) -> Qps<S> {
-        Qps {
-            inner,
-            limiter: self.limiter.clone(),
-            wait: None,
-            permitted: false,
+impl std::fmt::Debug for ClientLayers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientLayers")
+            .field("user_agent", &self.user_agent)
+            .field("read_only", &self.read_only)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> Layer<S> for ClientLayers {
+    type Service = ReadOnly<UserAgent<Qps<S>>>;
+    fn layer(&self, inner: S) -> Self::Service {
+        ReadOnly {
+            enabled: self.read_only,
+            inner: UserAgent {
+                value: self.user_agent.clone(),
+                inner: Qps {
+                    inner,
+                    limiter: self.limiter.clone(),
+                    wait: None,
+                    permitted: false,
+                },
+            },
         }
+    }
+}
+
+/// Sets the User-Agent header of every request.
+#[derive(Debug)]
+pub struct UserAgent<S> {
+    value: HeaderValue,
+    inner: S,
+}
+
+impl<S, B> Service<Request<B>> for UserAgent<S>
+where
+    S: Service<Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        req.headers_mut().insert(USER_AGENT, self.value.clone());
+        self.inner.call(req)
     }
 }
 
@@ -87,6 +217,14 @@ pub struct Qps<S> {
     wait: Option<Pin<Box<tokio::time::Sleep>>>,
     /// A token was taken for the next call.
     permitted: bool,
+}
+
+impl<S> std::fmt::Debug for Qps<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Qps")
+            .field("permitted", &self.permitted)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<S, B> Service<Request<B>> for Qps<S>
@@ -120,17 +258,10 @@ where
     }
 }
 
-struct ReadOnlyLayer;
-
-impl<S> Layer<S> for ReadOnlyLayer {
-    type Service = ReadOnly<S>;
-    fn layer(&self, inner: S) -> ReadOnly<S> {
-        ReadOnly { inner }
-    }
-}
-
-/// Refuses every write: shadow mode has no write path, whatever the code above it does.
+/// When enabled, refuses every write: shadow mode has no write path, whatever the code above it does.
+#[derive(Debug)]
 pub struct ReadOnly<S> {
+    enabled: bool,
     inner: S,
 }
 
@@ -159,7 +290,7 @@ where
     }
 
     fn call(&mut self, req: Request<Body>) -> Self::Future {
-        if req.method() != Method::GET {
+        if self.enabled && req.method() != Method::GET {
             let err = WriteRefused {
                 method: req.method().clone(),
                 path: req.uri().path().to_owned(),
@@ -170,3 +301,7 @@ where
         Box::pin(async move { fut.await.map_err(Into::into) })
     }
 }
+
+#[cfg(test)]
+#[path = "client_tests.rs"]
+mod tests;

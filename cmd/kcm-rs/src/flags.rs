@@ -1,10 +1,11 @@
 //! Command-line flags, with kube-controller-manager's names and defaults.
 
-use std::{net::IpAddr, path::PathBuf, time::Duration};
+use std::{ffi::OsString, net::IpAddr, path::PathBuf, time::Duration};
 
-use clap::{ArgAction, Parser, ValueEnum};
+use clap::{ArgAction, CommandFactory as _, Parser, ValueEnum, error::ErrorKind};
+use controller::features::{FeatureGates, Setting};
 
-use crate::controllers::DEFAULT_CONTROLLERS;
+use crate::{controllers::DEFAULT_CONTROLLERS, duration::go_duration};
 
 /// KCM's `--concurrent-*-syncs` default.
 pub const DEFAULT_CONCURRENT_SYNCS: usize = 5;
@@ -14,6 +15,8 @@ pub const DEFAULT_KUBE_API_QPS: f64 = 20.0;
 pub const DEFAULT_KUBE_API_BURST: u32 = 30;
 /// KCM's `--secure-port` default.
 pub const DEFAULT_SECURE_PORT: u16 = 10257;
+/// KCM's `--min-resync-period` default (component-base `GenericControllerManagerConfiguration`).
+pub const DEFAULT_MIN_RESYNC_PERIOD: &str = "12h";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LoggingFormat {
@@ -65,6 +68,25 @@ pub struct Args {
     /// Burst to use while talking with the Kubernetes API server.
     #[arg(long, default_value_t = DEFAULT_KUBE_API_BURST, value_parser = at_least_one_u32, help_heading = "Generic flags")]
     pub kube_api_burst: u32,
+
+    /// The resync period in reflectors will be random between MinResyncPeriod and 2*MinResyncPeriod.
+    /// 0 disables resyncs.
+    #[arg(long, default_value = DEFAULT_MIN_RESYNC_PERIOD, value_parser = go_duration, help_heading = "Generic flags")]
+    pub min_resync_period: Duration,
+
+    /// Comma-separated Gate=true|false pairs for the gates the controllers read (repeatable; a later
+    /// setting wins), with Kubernetes 1.36's defaults: AtomicFIFO, DeploymentReplicaSetTerminatingReplicas,
+    /// GenericWorkload, JobBackoffLimitPerIndex, JobManagedBy, JobPodReplacementPolicy, JobSuccessPolicy,
+    /// LogarithmicScaleDown, MutableSchedulingDirectivesForSuspendedJobs, PodDeletionCost,
+    /// SidecarContainers, StaleControllerConsistencyJob, StaleControllerConsistencyReplicaSet,
+    /// WorkloadWithJob; AllAlpha and AllBeta set every alpha or beta gate not named.
+    #[arg(long = "feature-gates", value_name = "GATE=BOOL,...", value_parser = gate_list, help_heading = "Generic flags")]
+    pub feature_gate_settings: Vec<GateList>,
+
+    /// `--feature-gates` resolved: set by [`Args::try_parse_flags_from`], which needs every occurrence
+    /// to check the gates' dependencies.
+    #[arg(skip)]
+    pub feature_gates: FeatureGates,
 
     /// Limit every informer to this namespace (repeatable). Default: all namespaces.
     #[arg(long = "namespace", value_name = "NAMESPACE", help_heading = "Generic flags")]
@@ -172,62 +194,119 @@ fn positive_f64(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A Go duration such as `15s`, `1m30s`, `500ms` or `2h`.
-pub fn go_duration(s: &str) -> Result<Duration, String> {
-    let bad = || format!("invalid duration {s:?} (use Go syntax such as 15s, 1m30s, 500ms)");
-    if s == "0" {
-        return Ok(Duration::ZERO);
+/// One `--feature-gates` occurrence: its settings, each already checked on its own (known gate,
+/// bool value, not locked).
+#[derive(Debug, Clone)]
+pub struct GateList(pub Vec<Setting>);
+
+fn gate_list(s: &str) -> Result<GateList, controller::features::FeatureGateError> {
+    s.split(',')
+        .filter(|e| !e.trim().is_empty())
+        .map(Setting::parse)
+        .collect::<Result<_, _>>()
+        .map(GateList)
+}
+
+impl Args {
+    /// The command line, with `--feature-gates` resolved; on an error, prints it and exits 2.
+    pub fn parse_flags() -> Self {
+        Self::try_parse_flags_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
     }
-    let mut total = 0f64;
-    let mut rest = s;
-    if rest.is_empty() {
-        return Err(bad());
+
+    /// Parses `args`, then resolves every `--feature-gates` occurrence in order into
+    /// [`Args::feature_gates`] (dependencies between gates can only be checked on the whole list).
+    pub fn try_parse_flags_from<I, T>(args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let mut a = Self::try_parse_from(args)?;
+        let settings: Vec<Setting> = a
+            .feature_gate_settings
+            .iter()
+            .flat_map(|l| l.0.iter().copied())
+            .collect();
+        a.feature_gates = FeatureGates::from_settings(&settings).map_err(|e| {
+            Self::command().error(
+                ErrorKind::ValueValidation,
+                format!("invalid value for '--feature-gates <GATE=BOOL,...>': {e}"),
+            )
+        })?;
+        Ok(a)
     }
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        if num_len == 0 {
-            return Err(bad());
-        }
-        let value: f64 = rest[..num_len].parse().map_err(|_| bad())?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 1e-3,
-            "us" | "µs" => 1e-6,
-            "ns" => 1e-9,
-            _ => return Err(bad()),
-        };
-        total += value * scale;
-        rest = &rest[unit_len..];
-    }
-    Ok(Duration::from_secs_f64(total))
+}
+
+/// The informers' resync period: KCM's `ResyncPeriod`, `--min-resync-period` × (1 + `jitter`) with
+/// `jitter` drawn from [0, 1) once for the shared factory, so that replicas do not resync in step.
+/// `None` for 0, as in client-go.
+pub fn resync_period(min_resync_period: Duration, jitter: f64) -> Option<Duration> {
+    let jitter = if (0.0..1.0).contains(&jitter) { jitter } else { 0.0 };
+    let period = min_resync_period.as_secs_f64() * (1.0 + jitter);
+    (!min_resync_period.is_zero()).then(|| Duration::try_from_secs_f64(period).unwrap_or(Duration::MAX))
 }
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser as _;
-
     use super::*;
 
+    fn parse(args: &[&str]) -> Result<Args, String> {
+        Args::try_parse_flags_from(std::iter::once("kcm-rs").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())
+    }
+
     #[test]
-    fn go_durations() {
-        assert_eq!(go_duration("15s"), Ok(Duration::from_secs(15)));
-        assert_eq!(go_duration("1m30s"), Ok(Duration::from_secs(90)));
-        assert_eq!(go_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert!(go_duration("15").is_err());
-        assert!(go_duration("s").is_err());
+    fn durations_out_of_range_are_errors_naming_the_flag() {
+        let err = parse(&["--leader-elect-lease-duration=99999999999999999999h"]).unwrap_err();
+        assert!(err.contains("--leader-elect-lease-duration"), "{err}");
+        assert!(err.contains("out of range"), "{err}");
+        for bad in ["-1s", "NaNs", "inf", "1e400s"] {
+            let err = parse(&[&format!("--min-resync-period={bad}")]).unwrap_err();
+            assert!(err.contains("--min-resync-period"), "{bad}: {err}");
+        }
+        let a = parse(&["--leader-elect-renew-deadline=1m30s", "--min-resync-period=0"]).unwrap();
+        assert_eq!(a.leader_elect_renew_deadline, Duration::from_secs(90));
+        assert_eq!(a.min_resync_period, Duration::ZERO);
+    }
+
+    #[test]
+    fn feature_gates_with_kcms_syntax() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.feature_gates, FeatureGates::default());
+        let a = parse(&[
+            "--feature-gates=PodDeletionCost=false,DeploymentReplicaSetTerminatingReplicas=false",
+            "--feature-gates",
+            "PodDeletionCost=true",
+        ])
+        .unwrap();
+        assert!(a.feature_gates.pod_deletion_cost, "a later occurrence wins");
+        assert!(
+            !a.feature_gates.deployment_replica_set_terminating_replicas,
+            "occurrences merge"
+        );
+        let err = parse(&["--feature-gates=PodDeletionCost=true,Bogus=true"]).unwrap_err();
+        assert!(err.contains("--feature-gates") && err.contains("Bogus"), "{err}");
+        let err = parse(&["--feature-gates=JobManagedBy=false"]).unwrap_err();
+        assert!(err.contains("locked to true"), "{err}");
+        let err = parse(&["--feature-gates=AtomicFIFO=false"]).unwrap_err();
+        assert!(
+            err.contains("--feature-gates") && err.contains("AtomicFIFO"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn resync_is_between_one_and_two_min_periods() {
+        let min = Duration::from_secs(12 * 3600);
+        assert_eq!(resync_period(min, 0.0), Some(min));
+        assert_eq!(resync_period(min, 0.5), Some(min * 3 / 2));
+        assert!(resync_period(min, 0.999_999).unwrap() < 2 * min);
+        assert_eq!(resync_period(Duration::ZERO, 0.5), None);
+        assert_eq!(parse(&[]).unwrap().min_resync_period, min);
     }
 
     #[test]
     fn defaults_are_kube_controller_managers() {
-        let a = Args::try_parse_from(["kcm-rs"]).unwrap();
+        let a = parse(&[]).unwrap();
         assert_eq!((a.kube_api_qps, a.kube_api_burst), (20.0, 30));
         assert_eq!(
             (
@@ -244,16 +323,11 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_flag() {
-        let err = Args::try_parse_from(["kcm-rs", "--concurrent-replicaset-syncs=0"])
-            .unwrap_err()
-            .to_string();
+        let err = parse(&["--concurrent-replicaset-syncs=0"]).unwrap_err();
         assert!(err.contains("--concurrent-replicaset-syncs"), "{err}");
-        let err = Args::try_parse_from(["kcm-rs", "--kube-api-qps=-1"])
-            .unwrap_err()
-            .to_string();
+        let err = parse(&["--kube-api-qps=-1"]).unwrap_err();
         assert!(err.contains("--kube-api-qps"), "{err}");
-        let a = Args::try_parse_from(["kcm-rs", "--leader-elect=false", "--namespace=a", "--namespace=b"])
-            .unwrap();
+        let a = parse(&["--leader-elect=false", "--namespace=a", "--namespace=b"]).unwrap();
         assert!(!a.leader_elect);
         assert_eq!(a.namespaces, ["a", "b"]);
     }

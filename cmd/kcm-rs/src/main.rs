@@ -1,24 +1,33 @@
 //! kcm-rs: a kube-controller-manager for the workload controllers, in Rust.
 //!
 //! Start-up follows kube-controller-manager: connect, serve the health and metrics endpoints, win the
-//! leader election, then start the enabled controllers on shared informers. Losing the lease stops
-//! every controller and exits non-zero; SIGTERM/SIGINT stops taking work, lets in-flight syncs finish
-//! (bounded), releases the lease and exits 0.
+//! leader election, then start the enabled controllers on shared informers. The leader election, the
+//! informers and each controller talk to the API server through clients of their own (`client`), so
+//! that a controller's burst of writes cannot delay the lease renewal.
+//!
+//! Losing the lease exits the process with status 1 at once, without draining the queues, as KCM's
+//! `OnStoppedLeading` does: another replica may already lead, and every further write could race
+//! with it. SIGTERM/SIGINT is the graceful path: stop taking keys, let in-flight syncs finish (at most
+//! [`SHUTDOWN_TIMEOUT`]), release the lease, exit 0.
 #![forbid(unsafe_code)]
 
 mod client;
 mod controllers;
+mod duration;
 mod flags;
+mod job_metrics;
 mod metrics;
 mod server;
 
-use std::{net::SocketAddr, process::ExitCode, sync::Arc, time::Duration};
+use std::{future::Future, net::SocketAddr, process::ExitCode, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
-use clap::Parser;
+use client::{Clients, LEADER_ELECTION, SHARED_INFORMERS};
 use controller::shadow::ShadowState;
+use deployment::{DeploymentController, DeploymentOptions};
 use flags::{Args, LeaderElectMode, LoggingFormat, ShadowPerturbation};
 use informer::SharedInformerFactory;
+use job::{JobController, JobOptions};
 use leaderelection::{LeaderElectionConfig, LeaderElector, LeaderForLife};
 use metrics::{ControllerLabel, Metrics, NameLabel};
 use rand::Rng as _;
@@ -27,13 +36,13 @@ use server::Health;
 use tokio_util::sync::CancellationToken;
 
 /// Controllers this build implements.
-const IMPLEMENTED: &[&str] = &["replicaset-controller"];
-/// How long in-flight syncs may take to finish after a shutdown or a lost lease.
+const IMPLEMENTED: &[&str] = &["deployment-controller", "job-controller", "replicaset-controller"];
+/// How long in-flight syncs may take to finish after SIGTERM/SIGINT (a lost lease does not wait).
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Args::parse_flags();
     init_logging(&args);
     match run(args).await {
         Ok(code) => code,
@@ -64,8 +73,9 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let enabled = controllers::enabled_controllers(&args.controllers)?;
     let config = client::config(&args).await?;
     let server_url = config.cluster_url.clone();
-    let client = client::client(config, args.kube_api_qps, args.kube_api_burst, args.shadow)?;
-    let version = client
+    let clients = Clients::new(config, args.kube_api_qps, args.kube_api_burst, args.shadow)?;
+    let informer_client = clients.client_for(SHARED_INFORMERS)?;
+    let version = informer_client
         .apiserver_version()
         .await
         .with_context(|| format!("cannot reach the API server at {server_url}"))?;
@@ -119,7 +129,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 cfg.renew_deadline = args.leader_elect_renew_deadline;
                 cfg.retry_period = args.leader_elect_retry_period;
                 cfg.release_on_cancel = args.leader_elect_release_on_cancel;
-                let e = Arc::new(LeaderElector::new(client.clone(), cfg).context("leader election flags")?);
+                let client = clients.client_for(LEADER_ELECTION)?;
+                let e = Arc::new(LeaderElector::new(client, cfg).context("leader election flags")?);
                 health.set_elector(e.clone());
                 if !e.acquire(&cancel).await {
                     return Ok(ExitCode::SUCCESS);
@@ -127,7 +138,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Some(e)
             }
             LeaderElectMode::ForLife => {
-                let lock = LeaderForLife::from_env(client.clone(), &args.leader_elect_resource_name)?;
+                let client = clients.client_for(LEADER_ELECTION)?;
+                let lock = LeaderForLife::from_env(client, &args.leader_elect_resource_name)?;
                 if !lock.become_leader(&cancel).await? {
                     return Ok(ExitCode::SUCCESS);
                 }
@@ -154,42 +166,119 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     // Controllers, on shared informers.
     let controllers_cancel = CancellationToken::new();
-    let factory = SharedInformerFactory::new(client.clone())
+    let factory = SharedInformerFactory::new(informer_client)
         .with_namespaces(args.namespaces.clone())
         .with_metrics(Arc::new(metrics.clone()));
+    // KCM draws the factory's resync period once, between 1x and 2x --min-resync-period.
+    let resync_period = flags::resync_period(args.min_resync_period, rand::rng().random::<f64>());
     let mut running = Vec::new();
     if enabled.contains(&"replicaset-controller") {
+        let client = clients.client_for("replicaset-controller")?;
         let options = ReplicaSetOptions {
             workers: args.concurrent_replicaset_syncs,
             ignore_min_ready_seconds: args.shadow_perturb == Some(ShadowPerturbation::IgnoreMinReadySeconds),
             instance: identity.clone(),
+            features: args.feature_gates,
+            resync_period,
             ..ReplicaSetOptions::default()
         };
-        match &shadow {
-            Some(state) => {
-                let c =
-                    ReplicaSetController::shadow(&factory, client.clone(), state.clone(), options, &metrics);
-                running.push(spawn_replicaset(&health, Arc::new(c), &controllers_cancel));
-            }
-            None => {
-                let c = ReplicaSetController::new(&factory, client.clone(), options, &metrics);
-                running.push(spawn_replicaset(&health, Arc::new(c), &controllers_cancel));
-            }
-        }
+        running.push(match &shadow {
+            Some(state) => spawn_controller(
+                &health,
+                Arc::new(ReplicaSetController::shadow(
+                    &factory,
+                    client,
+                    state.clone(),
+                    options,
+                    &metrics,
+                )),
+                &controllers_cancel,
+            ),
+            None => spawn_controller(
+                &health,
+                Arc::new(ReplicaSetController::new(&factory, client, options, &metrics)),
+                &controllers_cancel,
+            ),
+        });
         tracing::info!(shadow = args.shadow, "started replicaset-controller");
+    }
+    if enabled.contains(&"deployment-controller") {
+        let client = clients.client_for("deployment-controller")?;
+        let options = DeploymentOptions {
+            workers: args.concurrent_deployment_syncs,
+            instance: identity.clone(),
+            resync_period,
+        };
+        running.push(match &shadow {
+            Some(state) => spawn_controller(
+                &health,
+                Arc::new(DeploymentController::shadow(
+                    &factory,
+                    client,
+                    state.clone(),
+                    options,
+                    &metrics,
+                )),
+                &controllers_cancel,
+            ),
+            None => spawn_controller(
+                &health,
+                Arc::new(DeploymentController::new(&factory, client, options, &metrics)),
+                &controllers_cancel,
+            ),
+        });
+        tracing::info!(shadow = args.shadow, "started deployment-controller");
+    }
+    if enabled.contains(&"job-controller") {
+        let client = clients.client_for("job-controller")?;
+        let options = JobOptions {
+            workers: args.concurrent_job_syncs,
+            instance: identity.clone(),
+            stale_controller_consistency: args.feature_gates.stale_controller_consistency_job,
+            resync_period,
+        };
+        running.push(match &shadow {
+            Some(state) => spawn_controller(
+                &health,
+                Arc::new(JobController::shadow(
+                    &factory,
+                    client,
+                    state.clone(),
+                    options,
+                    &metrics,
+                )),
+                &controllers_cancel,
+            ),
+            None => spawn_controller(
+                &health,
+                Arc::new(JobController::new(
+                    &factory,
+                    client,
+                    options,
+                    &metrics,
+                    metrics.job_metrics(),
+                )),
+                &controllers_cancel,
+            ),
+        });
+        tracing::info!(shadow = args.shadow, "started job-controller");
     }
     if running.is_empty() {
         tracing::warn!(implemented = ?IMPLEMENTED, "no implemented controller is enabled; idling until stopped");
     }
     factory.start(&controllers_cancel);
 
-    let outcome = match &elector {
-        Some(e) => e.keep_leading(&cancel).await,
-        None => {
-            cancel.cancelled().await;
-            Ok(())
+    match &elector {
+        Some(e) => {
+            if let Err(lost) = e.keep_leading(&cancel).await {
+                // Another replica may lead already: not one more write, not even a drain (KCM:
+                // OnStoppedLeading, klog.FlushAndExit(…, 1)). Log lines are written unbuffered.
+                tracing::error!("{lost}; exiting without draining the queues");
+                std::process::exit(1);
+            }
         }
-    };
+        None => cancel.cancelled().await,
+    }
     tracing::info!("stopping controllers");
     controllers_cancel.cancel();
     let drained = tokio::time::timeout(SHUTDOWN_TIMEOUT, futures::future::join_all(running)).await;
@@ -197,20 +286,11 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         tracing::warn!(timeout = ?SHUTDOWN_TIMEOUT, "in-flight syncs did not finish in time");
     }
     leader_status(0);
-    let code = match outcome {
-        Err(lost) => {
-            tracing::error!("{lost}; exiting");
-            ExitCode::FAILURE
-        }
-        Ok(()) => {
-            if let Some(e) = &elector
-                && e.config().release_on_cancel
-            {
-                e.release().await;
-            }
-            ExitCode::SUCCESS
-        }
-    };
+    if let Some(e) = &elector
+        && e.config().release_on_cancel
+    {
+        e.release().await;
+    }
     server_cancel.cancel();
     if let Some(s) = server {
         match s.await {
@@ -219,17 +299,55 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(Ok(())) => {}
         }
     }
-    Ok(code)
+    Ok(ExitCode::SUCCESS)
 }
 
-fn spawn_replicaset<P: controller::PodControl>(
+/// A controller as `main` runs it: a name for its health check, a sync state, and its workers.
+trait Runnable: Send + Sync + 'static {
+    const NAME: &'static str;
+    fn synced(&self) -> bool;
+    fn start(self: Arc<Self>, cancel: CancellationToken) -> impl Future<Output = ()> + Send + 'static;
+}
+
+impl<P: controller::PodControl> Runnable for ReplicaSetController<P> {
+    const NAME: &'static str = replicaset::controller::COMPONENT;
+    fn synced(&self) -> bool {
+        self.has_synced()
+    }
+    fn start(self: Arc<Self>, cancel: CancellationToken) -> impl Future<Output = ()> + Send + 'static {
+        self.run(cancel)
+    }
+}
+
+impl Runnable for DeploymentController {
+    const NAME: &'static str = deployment::controller::COMPONENT;
+    fn synced(&self) -> bool {
+        self.has_synced()
+    }
+    fn start(self: Arc<Self>, cancel: CancellationToken) -> impl Future<Output = ()> + Send + 'static {
+        self.run(cancel)
+    }
+}
+
+impl<P: controller::PodControl> Runnable for JobController<P> {
+    const NAME: &'static str = job::controller::COMPONENT;
+    fn synced(&self) -> bool {
+        self.has_synced()
+    }
+    fn start(self: Arc<Self>, cancel: CancellationToken) -> impl Future<Output = ()> + Send + 'static {
+        self.run(cancel)
+    }
+}
+
+/// Adds the controller's health check and starts its workers.
+fn spawn_controller<C: Runnable>(
     health: &Health,
-    c: Arc<ReplicaSetController<P>>,
+    c: Arc<C>,
     cancel: &CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     let synced = c.clone();
-    health.add_controller("replicaset-controller", move || synced.has_synced());
-    tokio::spawn(c.run(cancel.clone()))
+    health.add_controller(C::NAME, move || synced.synced());
+    tokio::spawn(c.start(cancel.clone()))
 }
 
 /// `hostname_<random>`, as kube-controller-manager builds its identity (hostname plus a UUID).

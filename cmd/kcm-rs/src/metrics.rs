@@ -206,6 +206,11 @@ impl Metrics {
         m
     }
 
+    /// The Job controller's metrics, registered beside the others.
+    pub fn job_metrics(&self) -> Arc<crate::job_metrics::PromJobMetrics> {
+        crate::job_metrics::PromJobMetrics::register(&mut self.registry.lock())
+    }
+
     /// The Prometheus text exposition.
     pub fn encode(&self) -> String {
         let mut out = String::new();
