@@ -7,6 +7,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
+# shellcheck source=lib/kube-module.sh
+source "$here/lib/kube-module.sh"
 cache=${KCM_RS_CACHE:-$HOME/.cache/kcm-rs}
 bin=$cache/bin
 mkdir -p "$bin"
@@ -37,34 +39,14 @@ build_kube() {
   [[ -x $out/kube-apiserver && -x $out/kube-controller-manager && -x $out/kube-scheduler && -x $out/kubectl ]] && return 0
   log "kubernetes $KUBE_VERSION: building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (first time only; ~15-25 min on 2 cores)"
   local mod=$cache/src/kube-$KUBE_VERSION
-  rm -rf "$mod" && mkdir -p "$mod" "$out.tmp"
+  mkdir -p "$out.tmp"
+  kube_module_init "$mod" kcm-rs.local/kube-build || { rm -rf "$out.tmp"; fail "preparing the build module $mod (see output above)"; }
   (
     cd "$mod"
-    go mod init kcm-rs.local/kube-build >/dev/null 2>&1
-    # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with local paths, which
-    # only works inside its own repo. Derive the staging list from its published go.mod and point each
-    # one at the matching published tag.
-    local gomod
-    gomod=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
-    [[ -f $gomod ]] || fail "could not download k8s.io/kubernetes@$KUBE_VERSION go.mod"
-    local staging
-    staging=$(awk '/^[[:space:]]*k8s\.io\/[a-z0-9-]+ v0\.0\.0$/ {print $1}' "$gomod" | sort -u)
-    [[ -n $staging ]] || fail "found no staging modules in $gomod"
-    log "  $(wc -l <<<"$staging") staging modules -> $KUBE_STAGING_VERSION"
-    for m in $staging; do go mod edit -replace="$m=$m@$KUBE_STAGING_VERSION"; done
-    local godebug
-    godebug=$(sed -n 's/^godebug default=\(.*\)$/\1/p' "$gomod")
-    [[ -n $godebug ]] && go mod edit -godebug="default=$godebug"
     local pkgs="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl"
     # shellcheck disable=SC2086
-    go get $(for p in $pkgs; do printf '%s@%s ' "$p" "$KUBE_VERSION"; done) >&2
-    local minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
-    local date; date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-    local ld="-s -w"
-    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-      ld+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
-      ld+=" -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.buildDate=$date"
-    done
+    go get $(for p in $pkgs; do printf '%s@%s ' "$p" "$KUBE_VERSION"; done) >&2 || exit 1
+    local ld; ld=$(kube_ldflags)
     # shellcheck disable=SC2086
     go build -p "$(nproc)" -trimpath -ldflags "$ld" -o "$out.tmp/" $pkgs >&2
   ) || { rm -rf "$out.tmp"; fail "kubernetes build (see output above)"; }

@@ -118,19 +118,26 @@ impl Cluster {
     /// Runs `hack/cluster.sh ARGS` against this cluster (e.g. `restart kube-apiserver --kill`) and
     /// returns its standard output; panics with its output if it fails.
     pub fn hack(&self, args: &[&str]) -> String {
+        self.try_hack(args).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Cluster::hack`] without the panic, for cleanup that runs while a failed test unwinds (a
+    /// second panic there would abort the test binary and hide the first).
+    pub fn try_hack(&self, args: &[&str]) -> Result<String, String> {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../hack/cluster.sh");
         let out = std::process::Command::new(&script)
             .args(args)
             .env("KCM_RS_RUN_DIR", &self.run_dir)
             .output()
-            .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
-        assert!(
-            out.status.success(),
-            "hack/cluster.sh {args:?} failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+            .map_err(|e| format!("running {}: {e}", script.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "hack/cluster.sh {args:?} failed:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     /// Runs the control plane's kubectl with the admin kubeconfig; panics with its output on failure.
@@ -188,6 +195,41 @@ impl Cluster {
     /// The last lines of every component's log, for failure messages.
     pub fn log_tails(&self) -> String {
         log_tails(&self.run_dir)
+    }
+}
+
+/// Switches upstream kube-controller-manager to a mode for one test and back to reference mode when
+/// dropped, also when the test fails, so the suites after it find the cluster as `make e2e` started it.
+#[derive(Debug)]
+pub struct ModeGuard {
+    cluster: Cluster,
+}
+
+impl ModeGuard {
+    /// `hack/cluster.sh mode <mode>` now, `mode reference` on drop.
+    pub fn enter(cluster: &Cluster, mode: Mode) -> ModeGuard {
+        cluster.hack(&["mode", mode.name()]);
+        ModeGuard {
+            cluster: cluster.clone(),
+        }
+    }
+}
+
+impl Drop for ModeGuard {
+    fn drop(&mut self) {
+        if let Err(e) = self.cluster.try_hack(&["mode", Mode::Reference.name()]) {
+            eprintln!("warning: restoring reference mode: {e}");
+        }
+    }
+}
+
+impl Mode {
+    /// The name `hack/cluster.sh` uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Reference => "reference",
+            Mode::Replace => "replace",
+        }
     }
 }
 

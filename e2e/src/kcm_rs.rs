@@ -139,6 +139,11 @@ impl KcmRs {
         self.child.id()
     }
 
+    /// Whether the process is still running (a zombie counts as exited, unlike a `/proc` check).
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// kill -9, as a crash would.
     pub fn kill(mut self) {
         let _ = self.child.kill();

@@ -9,9 +9,10 @@ mod kcm_rs;
 mod namespace;
 pub mod pods;
 pub mod replicaset_scenarios;
+pub mod soak;
 mod wait;
 
-pub use cluster::{Cluster, Mode};
+pub use cluster::{Cluster, Mode, ModeGuard};
 pub use counting::{RequestCounter, counting_client};
 pub use kcm_rs::KcmRs;
 pub use namespace::{TestNamespace, with_namespace};

@@ -269,3 +269,366 @@ async fn a_deleted_pod_without_labels_goes_away() {
     })
     .await;
 }
+
+// The stages that simulate upstream's e2e encodings (hack/kwok/stages.yaml, "Simulated pod behaviour" in
+// hack/README.md): an image that cannot be pulled, and Job pods whose container command says what they do.
+
+async fn pod_named(ns: &TestNamespace, name: &str) -> Result<Pod, String> {
+    ns.api::<Pod>().get(name).await.map_err(|e| e.to_string())
+}
+
+fn phase(pod: &Pod) -> Option<String> {
+    pod.status.as_ref().and_then(|s| s.phase.clone())
+}
+
+fn first_container(pod: &Pod) -> Option<k8s_openapi::api::core::v1::ContainerStatus> {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.first().cloned())
+}
+
+fn exit_code(pod: &Pod) -> Option<i32> {
+    first_container(pod)
+        .and_then(|c| c.state)
+        .and_then(|s| s.terminated)
+        .map(|t| t.exit_code)
+}
+
+/// A Job of one pod (no retries) whose container runs `command` + `args`.
+fn command_job(name: &str, restart_policy: &str, command: &[&str], args: &[&str]) -> Job {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {"spec": {
+                "restartPolicy": restart_policy,
+                "containers": [{"name": "c", "image": "busybox", "command": command, "args": args}]
+            }}
+        }
+    }))
+    .expect("valid Job")
+}
+
+async fn job_pods(ns: &TestNamespace, job: &str) -> Vec<Pod> {
+    pods_with(ns, &format!("job-name={job}")).await
+}
+
+#[tokio::test]
+async fn an_image_that_cannot_be_pulled_keeps_the_pod_pending_and_never_ready() {
+    let cluster = Cluster::connect_in(Mode::Reference).await;
+    with_namespace(cluster, "smoke-pull", |ns| async move {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "unpullable"},
+            "spec": {"containers": [
+                {"name": "web", "image": "webserver:404"},
+                {"name": "side", "image": "busybox"}
+            ]}
+        }))
+        .unwrap();
+        ns.api::<Pod>()
+            .create(&PostParams::default(), &pod)
+            .await
+            .unwrap();
+        let pod = wait_for("the pull to back off", DEFAULT_WAIT, || async {
+            let p = pod_named(&ns, "unpullable").await?;
+            let reason = first_container(&p)
+                .and_then(|c| c.state)
+                .and_then(|s| s.waiting)
+                .and_then(|w| w.reason);
+            if reason.as_deref() == Some("ImagePullBackOff") {
+                Ok(p)
+            } else {
+                Err(format!("phase {:?}, waiting reason {reason:?}", phase(&p)))
+            }
+        })
+        .await;
+        assert_eq!(phase(&pod).as_deref(), Some("Pending"));
+        assert!(!is_ready(&pod), "{pod:#?}");
+        let statuses = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.clone())
+            .unwrap();
+        assert!(
+            statuses[1]
+                .state
+                .as_ref()
+                .and_then(|s| s.running.as_ref())
+                .is_some(),
+            "the pullable container runs: {statuses:#?}"
+        );
+        // It stays that way.
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        let pod = pod_named(&ns, "unpullable").await.unwrap();
+        assert_eq!(phase(&pod).as_deref(), Some("Pending"));
+        assert!(!is_ready(&pod), "{pod:#?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_job_pod_whose_command_exits_non_zero_fails_with_that_code() {
+    let cluster = Cluster::connect_in(Mode::Reference).await;
+    with_namespace(cluster, "smoke-exit", |ns| async move {
+        let job = command_job("exit3", "Never", &["/bin/sh", "-c", "exit 3"], &[]);
+        ns.api::<Job>()
+            .create(&PostParams::default(), &job)
+            .await
+            .unwrap();
+        let pod = wait_for("the pod to fail", DEFAULT_WAIT, || async {
+            let pods = job_pods(&ns, "exit3").await;
+            match pods.into_iter().find(|p| phase(p).as_deref() == Some("Failed")) {
+                Some(p) => Ok(p),
+                None => Err("no Failed pod yet"),
+            }
+        })
+        .await;
+        assert_eq!(exit_code(&pod), Some(3), "{pod:#?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_fail_once_job_pod_restarts_in_place_then_succeeds() {
+    let cluster = Cluster::connect_in(Mode::Reference).await;
+    with_namespace(cluster, "smoke-failonce", |ns| async move {
+        // upstream's e2ejob "failOnce" encoding
+        let script = "\n\t\t\tif [[ -r /data/foo ]]\n\t\t\tthen\n\t\t\t\texit 0\n\t\t\telse\n\t\t\t\ttouch /data/foo\n\t\t\t\texit 1\n\t\t\tfi\n\t\t";
+        let job = command_job("once", "OnFailure", &["/bin/sh", "-c"], &[script]);
+        ns.api::<Job>().create(&PostParams::default(), &job).await.unwrap();
+        let pod = wait_for("the pod to succeed", DEFAULT_WAIT, || async {
+            let pods = job_pods(&ns, "once").await;
+            match pods.into_iter().find(|p| phase(p).as_deref() == Some("Succeeded")) {
+                Some(p) => Ok(p),
+                None => Err("no Succeeded pod yet"),
+            }
+        })
+        .await;
+        assert_eq!(first_container(&pod).map(|c| c.restart_count), Some(1), "{pod:#?}");
+        assert_eq!(exit_code(&pod), Some(0));
+        assert_eq!(job_pods(&ns, "once").await.len(), 1, "restarted in place, not replaced");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn indexed_job_pods_of_fail_odd_succeed_even_fail_on_odd_indexes() {
+    let cluster = Cluster::connect_in(Mode::Reference).await;
+    with_namespace(cluster, "smoke-oddeven", |ns| async move {
+        let script = "\n\t\t\tif [ $(expr ${JOB_COMPLETION_INDEX} % 2) -ne 0 ]; then\n\t\t\t\texit 1\n\t\t\telse\n\t\t\t\texit 0\n\t\t\tfi\n\t\t\t";
+        let mut job = command_job("oddeven", "Never", &["sh", "-c"], &[script]);
+        let spec = job.spec.as_mut().unwrap();
+        spec.completion_mode = Some("Indexed".into());
+        spec.completions = Some(2);
+        spec.parallelism = Some(2);
+        spec.backoff_limit = None;
+        spec.backoff_limit_per_index = Some(0);
+        ns.api::<Job>().create(&PostParams::default(), &job).await.unwrap();
+        let pods = wait_for("both pods to finish", DEFAULT_WAIT, || async {
+            let pods = job_pods(&ns, "oddeven").await;
+            let done = pods
+                .iter()
+                .filter(|p| matches!(phase(p).as_deref(), Some("Succeeded" | "Failed")))
+                .count();
+            if done == 2 { Ok(pods) } else { Err(format!("{done} of {} finished", pods.len())) }
+        })
+        .await;
+        for pod in &pods {
+            let index = pod
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("batch.kubernetes.io/job-completion-index"))
+                .cloned();
+            let want = if index.as_deref() == Some("1") { ("Failed", 1) } else { ("Succeeded", 0) };
+            assert_eq!((phase(pod).as_deref(), exit_code(pod)), (Some(want.0), Some(want.1)), "index {index:?}");
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_job_pod_that_does_not_terminate_keeps_running() {
+    let cluster = Cluster::connect_in(Mode::Reference).await;
+    with_namespace(cluster, "smoke-forever", |ns| async move {
+        // upstream's e2ejob "notTerminate": the pause image; "neverTerminate": sleep 1000000
+        let mut pause = command_job("pause", "Never", &[], &[]);
+        pause
+            .spec
+            .as_mut()
+            .unwrap()
+            .template
+            .spec
+            .as_mut()
+            .unwrap()
+            .containers[0]
+            .image = Some("registry.k8s.io/pause:3.10.1".into());
+        let sleep = command_job("sleep", "Never", &["sleep", "1000000"], &[]);
+        for job in [pause, sleep] {
+            ns.api::<Job>()
+                .create(&PostParams::default(), &job)
+                .await
+                .unwrap();
+        }
+        for name in ["pause", "sleep"] {
+            wait_for("the pod to run and be Ready", DEFAULT_WAIT, || async {
+                let pods = job_pods(&ns, name).await;
+                if pods.len() == 1 && is_ready(&pods[0]) {
+                    Ok(())
+                } else {
+                    Err(format!("{} pods", pods.len()))
+                }
+            })
+            .await;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        for name in ["pause", "sleep"] {
+            let pods = job_pods(&ns, name).await;
+            assert_eq!(pods.len(), 1);
+            assert_eq!(
+                phase(&pods[0]).as_deref(),
+                Some("Running"),
+                "{name}: {:#?}",
+                pods[0]
+            );
+            assert!(is_ready(&pods[0]));
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_pod_trapping_sigterm_terminates_when_its_handler_exits() {
+    let cluster = Cluster::connect_in(Mode::Reference).await;
+    with_namespace(cluster, "smoke-trap", |ns| async move {
+        // upstream's pod replacement policy spec, with a 2 s handler; a finalizer of the test's own keeps
+        // the terminal pod around to be inspected.
+        let script =
+            "_term(){\n\tsleep 2\n\texit 143\n}\ntrap _term SIGTERM\nwhile true; do\n\tsleep 1\ndone";
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "trap", "finalizers": ["kcm-rs.test/hold"]},
+            "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["/bin/sh", "-c", script]}]}
+        }))
+        .unwrap();
+        let api = ns.api::<Pod>();
+        api.create(&PostParams::default(), &pod).await.unwrap();
+        wait_for("the pod to run", DEFAULT_WAIT, || async {
+            let p = pod_named(&ns, "trap").await?;
+            if is_ready(&p) {
+                Ok(())
+            } else {
+                Err(format!("{:?}", phase(&p)))
+            }
+        })
+        .await;
+        api.delete("trap", &DeleteParams::default()).await.unwrap();
+        let deleted = tokio::time::Instant::now();
+        tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+        let p = pod_named(&ns, "trap").await.unwrap();
+        assert_eq!(phase(&p).as_deref(), Some("Running"), "still terminating: {p:#?}");
+        let p = wait_for("the handler to exit", DEFAULT_WAIT, || async {
+            let p = pod_named(&ns, "trap").await?;
+            if phase(&p).as_deref() == Some("Failed") {
+                Ok(p)
+            } else {
+                Err(format!("{:?}", phase(&p)))
+            }
+        })
+        .await;
+        assert!(
+            deleted.elapsed() >= std::time::Duration::from_millis(1800),
+            "{:?}",
+            deleted.elapsed()
+        );
+        assert_eq!(exit_code(&p), Some(143), "{p:#?}");
+        api.patch(
+            "trap",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn randomly_failing_job_pods_exit_zero_or_one_at_random() {
+    let cluster = Cluster::connect_in(Mode::Reference).await;
+    with_namespace(cluster, "smoke-random", |ns| async move {
+        // Pods owned by a Job that upstream's controller leaves alone (spec.managedBy), so that neither
+        // its backoff nor its replacements get in the way: each pod tosses its own coin once.
+        let job: Job = serde_json::from_value(json!({
+            "metadata": {"name": "coin"},
+            "spec": {
+                "managedBy": "kcm-rs.test/nobody",
+                "template": {"spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox"}]
+                }}
+            }
+        }))
+        .unwrap();
+        let job = ns
+            .api::<Job>()
+            .create(&PostParams::default(), &job)
+            .await
+            .unwrap();
+        let uid = job.metadata.uid.clone().unwrap();
+        const PODS: usize = 12;
+        for i in 0..PODS {
+            let pod: Pod = serde_json::from_value(json!({
+                "metadata": {
+                    "name": format!("coin-{i}"),
+                    "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "coin", "uid": uid}]
+                },
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox",
+                                    "command": ["/bin/sh", "-c", "exit $(( $RANDOM / 16384 ))"]}]
+                }
+            }))
+            .unwrap();
+            ns.api::<Pod>()
+                .create(&PostParams::default(), &pod)
+                .await
+                .unwrap();
+        }
+        let pods = wait_for("every pod to finish", DEFAULT_WAIT, || async {
+            let pods = ns
+                .api::<Pod>()
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| e.to_string())?
+                .items;
+            let done = pods
+                .iter()
+                .filter(|p| matches!(phase(p).as_deref(), Some("Succeeded" | "Failed")))
+                .count();
+            if done == PODS {
+                Ok(pods)
+            } else {
+                Err(format!("{done} of {PODS} finished"))
+            }
+        })
+        .await;
+        let outcomes: Vec<_> = pods.iter().map(|p| (phase(p), exit_code(p))).collect();
+        for outcome in &outcomes {
+            assert!(
+                matches!(
+                    (outcome.0.as_deref(), outcome.1),
+                    (Some("Succeeded"), Some(0)) | (Some("Failed"), Some(1))
+                ),
+                "{outcome:?}"
+            );
+        }
+        // Both halves of the coin (all 12 alike: 1 chance in 2048).
+        let failed = outcomes.iter().filter(|o| o.1 == Some(1)).count();
+        assert!(0 < failed && failed < PODS, "{outcomes:?}");
+        // The test's own Job never got a status from upstream's controller.
+        let job = ns.api::<Job>().get("coin").await.unwrap();
+        assert_eq!(job.status.and_then(|s| s.start_time), None);
+    })
+    .await;
+}

@@ -1,0 +1,45 @@
+//! An idle kcm-rs exports every workqueue series at 0, as kube-controller-manager does from the
+//! moment a queue exists, so dashboards built for KCM show 0 rather than "no data".
+//!
+//! kcm-rs runs every controller read-only (`--shadow`, safe beside upstream in reference mode),
+//! limited to an empty namespace so that nothing ever reaches its queues.
+
+use std::time::Duration;
+
+use kcm_rs_e2e::{Cluster, KcmRs, with_namespace};
+
+#[tokio::test]
+async fn an_idle_kcm_rs_exports_every_workqueue_series_at_zero() {
+    let cluster = Cluster::connect().await;
+    with_namespace(cluster.clone(), "idle-metrics", |ns| async move {
+        let namespace = format!("--namespace={}", ns.name);
+        let args = ["--controllers=*", "--shadow", &namespace];
+        let kcm = KcmRs::spawn(&cluster, "idle-metrics", &args, None);
+        for controller in ["replicaset", "deployment", "job"] {
+            kcm.wait_log(
+                &format!("caches synced; starting workers controller=\"{controller}-controller\""),
+                Duration::from_secs(60),
+            )
+            .await;
+        }
+        let (code, text) = kcm.http_get("/metrics");
+        assert_eq!(code, 200);
+        for queue in ["replicaset", "deployment", "job", "job_orphan_pod"] {
+            for series in [
+                "workqueue_depth",
+                "workqueue_adds_total",
+                "workqueue_retries_total",
+                "workqueue_unfinished_work_seconds",
+                "workqueue_longest_running_processor_seconds",
+                "workqueue_queue_duration_seconds_count",
+                "workqueue_work_duration_seconds_count",
+            ] {
+                let prefix = format!("{series}{{name=\"{queue}\"}} ");
+                let line = text.lines().find(|l| l.starts_with(&prefix));
+                let value = line.and_then(|l| l[prefix.len()..].parse::<f64>().ok());
+                assert_eq!(value, Some(0.0), "{prefix}… missing or not 0 in:\n{text}");
+            }
+        }
+    })
+    .await;
+}
