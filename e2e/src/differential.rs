@@ -40,6 +40,26 @@ impl std::fmt::Debug for Scenario {
     }
 }
 
+/// The scenarios named in `KCM_RS_SCENARIOS` (comma-separated), or all when it is unset or empty.
+pub fn selected(all: Vec<Scenario>) -> Vec<Scenario> {
+    let wanted = std::env::var("KCM_RS_SCENARIOS").unwrap_or_default();
+    let wanted: Vec<&str> = wanted
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if wanted.is_empty() {
+        return all;
+    }
+    let chosen: Vec<Scenario> = all.into_iter().filter(|s| wanted.contains(&s.name)).collect();
+    assert_eq!(
+        chosen.len(),
+        wanted.len(),
+        "KCM_RS_SCENARIOS names a scenario that does not exist: {wanted:?}"
+    );
+    chosen
+}
+
 /// Runs every scenario under upstream (reference mode), then under kcm-rs started with `kcm_rs_args`
 /// (replace mode), restores reference mode, and panics with a readable report if any outcome differs
 /// or any scenario failed.

@@ -4,6 +4,7 @@
 
 mod cluster;
 mod counting;
+pub mod deployment_scenarios;
 pub mod differential;
 mod kcm_rs;
 mod namespace;

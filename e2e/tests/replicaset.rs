@@ -11,7 +11,7 @@ async fn disruptive_replicaset_matches_upstream() {
         &cluster,
         "replicaset",
         &["--controllers=replicaset-controller"],
-        &scenarios(),
+        &kcm_rs_e2e::differential::selected(scenarios()),
     )
     .await;
 }

@@ -4,7 +4,10 @@
 //! writes (ReplicaSet creations, updates and deletions, the Deployment's status or, for a rollback,
 //! its spec, and the events), [`executor`] writes it.
 //!
-//! Behaviour carried over, each with the test that holds it:
+//! Behaviour carried over, each with the test that holds it. Beside these unit tests, the whole
+//! controller is judged on the local control plane against upstream's: `e2e/tests/deployment.rs`
+//! (15 differential scenarios, the same normalized outcome under both) and `make conformance`
+//! (upstream's own Deployment specs).
 //!
 //! | behaviour | test |
 //! | --- | --- |

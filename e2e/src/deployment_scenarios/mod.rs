@@ -1,0 +1,380 @@
+//! The Deployment scenarios the differential suite runs (issue 8's list): each returns the normalized
+//! outcome it observed. Pods become Ready at once on KWOK unless labelled `kcm-rs.test/ready=never`;
+//! an image tagged `:404` never pulls, which is how a rollout is made to stick.
+
+mod helpers;
+
+use std::time::Duration;
+
+use futures::FutureExt as _;
+use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::ResourceQuota};
+use kube::api::PostParams;
+use serde_json::json;
+
+pub use helpers::deployment_manifest;
+use helpers::*;
+
+use crate::{
+    TestNamespace,
+    differential::{Outcome, Scenario},
+};
+
+type Run = std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>>;
+
+const GOOD: &str = "nginx:1";
+const GOOD_2: &str = "nginx:2";
+const STUCK: &str = "nginx:404";
+
+fn create_three(ns: TestNamespace) -> Run {
+    async move {
+        create(&ns, "web", 3, GOOD, json!({})).await;
+        wait_complete(&ns, "web", 3).await;
+        outcome(&ns, "web").await
+    }
+    .boxed()
+}
+
+/// An image update with the default 25%/25% strategy.
+fn rolling_update(ns: TestNamespace) -> Run {
+    async move {
+        create(&ns, "web", 4, GOOD, json!({})).await;
+        wait_complete(&ns, "web", 4).await;
+        set_image(&ns, "web", GOOD_2).await;
+        wait_complete(&ns, "web", 4).await;
+        outcome(&ns, "web").await
+    }
+    .boxed()
+}
+
+/// maxSurge 1 / maxUnavailable 0: one pod at a time, every step deterministic.
+fn surge_one(ns: TestNamespace) -> Run {
+    async move {
+        let strategy = json!({"strategy": {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}});
+        create(&ns, "web", 3, GOOD, strategy).await;
+        wait_complete(&ns, "web", 3).await;
+        let steps = SizeSteps::start(&ns).await;
+        set_image(&ns, "web", GOOD_2).await;
+        wait_complete(&ns, "web", 3).await;
+        let mut o = outcome(&ns, "web").await;
+        o.insert("size steps".into(), steps.stop(&ns).await);
+        o
+    }
+    .boxed()
+}
+
+/// Recreate: the old ReplicaSet to 0, its pods gone, then the new one at full size.
+fn recreate(ns: TestNamespace) -> Run {
+    async move {
+        create(&ns, "web", 3, GOOD, json!({"strategy": {"type": "Recreate"}})).await;
+        wait_complete(&ns, "web", 3).await;
+        let steps = SizeSteps::start(&ns).await;
+        set_image(&ns, "web", GOOD_2).await;
+        wait_complete(&ns, "web", 3).await;
+        let mut o = outcome(&ns, "web").await;
+        o.insert("size steps".into(), steps.stop(&ns).await);
+        o
+    }
+    .boxed()
+}
+
+/// Upstream's proportional-scaling figure: 10 replicas, maxSurge 3, maxUnavailable 2, a new template
+/// that never becomes Ready → 8 + 5; scaled to 30 → 20 + 13.
+fn proportional_scaling(ns: TestNamespace) -> Run {
+    async move {
+        let strategy = json!({"strategy": {"rollingUpdate": {"maxSurge": 3, "maxUnavailable": 2}}});
+        create(&ns, "web", 10, GOOD, strategy).await;
+        wait_complete(&ns, "web", 10).await;
+        set_image(&ns, "web", STUCK).await;
+        wait_sizes(&ns, &[(1, 8), (2, 5)]).await;
+        patch(&ns, "web", json!({"spec": {"replicas": 30}})).await;
+        wait_sizes(&ns, &[(1, 20), (2, 13)]).await;
+        wait_deployment(&ns, "web", "30 replicas observed", Duration::from_secs(90), |d| {
+            d.status.as_ref().and_then(|s| s.replicas) == Some(33)
+        })
+        .await;
+        outcome(&ns, "web").await
+    }
+    .boxed()
+}
+
+/// Paused, two template changes, resumed: one new ReplicaSet, for the last template.
+fn pause_resume(ns: TestNamespace) -> Run {
+    async move {
+        create(&ns, "web", 3, GOOD, json!({})).await;
+        wait_complete(&ns, "web", 3).await;
+        kubectl(&ns, &["rollout", "pause", "deployment/web"]);
+        wait_deployment(&ns, "web", "paused", Duration::from_secs(90), |d| {
+            condition(d, "Progressing").as_deref() == Some("Unknown (DeploymentPaused)")
+        })
+        .await;
+        set_image(&ns, "web", GOOD_2).await;
+        set_image(&ns, "web", "nginx:3").await;
+        wait_deployment(
+            &ns,
+            "web",
+            "the second change observed",
+            Duration::from_secs(90),
+            |_| true,
+        )
+        .await;
+        let paused = outcome(&ns, "web").await;
+        kubectl(&ns, &["rollout", "resume", "deployment/web"]);
+        wait_complete(&ns, "web", 3).await;
+        let mut o = outcome(&ns, "web").await;
+        for (k, v) in paused {
+            o.insert(format!("while paused: {k}"), v);
+        }
+        o
+    }
+    .boxed()
+}
+
+/// `kubectl rollout undo` (client-side: the old template written back, its ReplicaSet reused with a
+/// new revision), then the deprecated rollback annotation to a revision that does not exist.
+fn rollback(ns: TestNamespace) -> Run {
+    async move {
+        create(&ns, "web", 2, GOOD, json!({})).await;
+        wait_complete(&ns, "web", 2).await;
+        set_image(&ns, "web", GOOD_2).await;
+        wait_complete(&ns, "web", 2).await;
+        kubectl(&ns, &["rollout", "undo", "deployment/web"]);
+        wait_deployment(&ns, "web", "revision 3", Duration::from_secs(90), |d| {
+            d.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("deployment.kubernetes.io/revision"))
+                == Some(&"3".to_owned())
+        })
+        .await;
+        wait_complete(&ns, "web", 2).await;
+        patch(
+            &ns,
+            "web",
+            json!({"metadata": {"annotations": {"deprecated.deployment.rollback.to": "99"}}}),
+        )
+        .await;
+        wait_deployment(
+            &ns,
+            "web",
+            "the rollback annotation cleared",
+            Duration::from_secs(90),
+            |d| {
+                !d.metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key("deprecated.deployment.rollback.to"))
+            },
+        )
+        .await;
+        let mut o = outcome(&ns, "web").await;
+        o.insert(
+            "rollout history".into(),
+            kubectl(&ns, &["rollout", "history", "deployment/web"]),
+        );
+        o
+    }
+    .boxed()
+}
+
+/// progressDeadlineSeconds 10 with pods that never become Ready.
+fn progress_deadline(ns: TestNamespace) -> Run {
+    async move {
+        let spec = json!({
+            "progressDeadlineSeconds": 10,
+            "template": {"metadata": {"labels": {"kcm-rs.test/ready": "never"}}}
+        });
+        create(&ns, "web", 2, GOOD, spec).await;
+        wait_deployment(
+            &ns,
+            "web",
+            "ProgressDeadlineExceeded",
+            Duration::from_secs(90),
+            |d| condition(d, "Progressing").as_deref() == Some("False (ProgressDeadlineExceeded)"),
+        )
+        .await;
+        outcome(&ns, "web").await
+    }
+    .boxed()
+}
+
+/// revisionHistoryLimit 2 after 5 updates: the new ReplicaSet and the two newest old ones remain.
+fn history_limit(ns: TestNamespace) -> Run {
+    async move {
+        create(&ns, "web", 1, "nginx:0", json!({"revisionHistoryLimit": 2})).await;
+        wait_complete(&ns, "web", 1).await;
+        for i in 1..=5 {
+            set_image(&ns, "web", &format!("nginx:{i}")).await;
+            wait_complete(&ns, "web", 1).await;
+        }
+        wait_for_replica_sets(&ns, 3).await;
+        outcome(&ns, "web").await
+    }
+    .boxed()
+}
+
+async fn wait_for_replica_sets(ns: &TestNamespace, n: usize) {
+    crate::wait_for(&format!("{n} ReplicaSets"), crate::DEFAULT_WAIT, || async {
+        let got = replica_sets(ns).await.len();
+        if got == n { Ok(()) } else { Err(got) }
+    })
+    .await;
+}
+
+/// An update while the previous rollout is stuck: the middle ReplicaSet is scaled to 0.
+fn rollover(ns: TestNamespace) -> Run {
+    async move {
+        create(&ns, "web", 4, GOOD, json!({})).await;
+        wait_complete(&ns, "web", 4).await;
+        set_image(&ns, "web", STUCK).await;
+        wait_sizes(&ns, &[(1, 3), (2, 2)]).await;
+        set_image(&ns, "web", GOOD_2).await;
+        wait_complete(&ns, "web", 4).await;
+        outcome(&ns, "web").await
+    }
+    .boxed()
+}
+
+/// An orphan ReplicaSet whose labels match the selector (apps/v1 does not default a ReplicaSet's
+/// labels from its template: without them nobody adopts it), with the Deployment's template (as after `kubectl
+/// apply` of a Deployment over a ReplicaSet it used to be): adopted as the new ReplicaSet (template
+/// equality ignores the hash label), given revision 1 and scaled to the Deployment's size.
+fn adopt_orphan(ns: TestNamespace) -> Run {
+    async move {
+        let orphan: ReplicaSet = serde_json::from_value(json!({
+            "metadata": {"name": "orphan", "labels": {"app": "web"}},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "c", "image": GOOD}]}
+                }
+            }
+        }))
+        .unwrap();
+        ns.api::<ReplicaSet>()
+            .create(&PostParams::default(), &orphan)
+            .await
+            .unwrap();
+        wait_pods(&ns, "the orphan's pods", |p| p.len() == 2).await;
+        create(&ns, "web", 3, GOOD, json!({})).await;
+        wait_complete(&ns, "web", 3).await;
+        outcome(&ns, "web").await
+    }
+    .boxed()
+}
+
+fn min_ready_seconds(ns: TestNamespace) -> Run {
+    async move {
+        create(&ns, "web", 2, GOOD, json!({"minReadySeconds": 3})).await;
+        wait_complete(&ns, "web", 2).await;
+        set_image(&ns, "web", GOOD_2).await;
+        wait_complete(&ns, "web", 2).await;
+        outcome(&ns, "web").await
+    }
+    .boxed()
+}
+
+/// A quota of 2 pods under a Deployment of 3: ReplicaFailure surfaces on the Deployment.
+fn quota(ns: TestNamespace) -> Run {
+    async move {
+        let q: ResourceQuota =
+            serde_json::from_value(json!({"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "2"}}}))
+                .unwrap();
+        ns.api::<ResourceQuota>()
+            .create(&PostParams::default(), &q)
+            .await
+            .unwrap();
+        crate::wait_for("the quota's status", crate::DEFAULT_WAIT, || async {
+            let q = ns
+                .api::<ResourceQuota>()
+                .get("pods")
+                .await
+                .map_err(|e| e.to_string())?;
+            q.status
+                .and_then(|s| s.hard)
+                .map(|_| ())
+                .ok_or("no status yet".to_owned())
+        })
+        .await;
+        create(&ns, "web", 3, GOOD, json!({})).await;
+        wait_deployment(&ns, "web", "ReplicaFailure", Duration::from_secs(90), |d| {
+            condition(d, "ReplicaFailure").as_deref() == Some("True (FailedCreate)")
+                && d.status.as_ref().and_then(|s| s.available_replicas) == Some(2)
+        })
+        .await;
+        outcome(&ns, "web").await
+    }
+    .boxed()
+}
+
+/// `kubectl rollout restart`: a new ReplicaSet for the restartedAt annotation.
+fn rollout_restart(ns: TestNamespace) -> Run {
+    async move {
+        create(&ns, "web", 2, GOOD, json!({})).await;
+        wait_complete(&ns, "web", 2).await;
+        kubectl(&ns, &["rollout", "restart", "deployment/web"]);
+        wait_deployment(&ns, "web", "revision 2", Duration::from_secs(90), |d| {
+            d.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("deployment.kubernetes.io/revision"))
+                == Some(&"2".to_owned())
+        })
+        .await;
+        wait_complete(&ns, "web", 2).await;
+        let mut o = outcome(&ns, "web").await;
+        let status = kubectl(&ns, &["rollout", "status", "deployment/web", "--timeout=60s"]);
+        o.insert("rollout status".into(), status);
+        o
+    }
+    .boxed()
+}
+
+/// A 100-replica rolling update (counts only).
+fn hundred_rolling(ns: TestNamespace) -> Run {
+    async move {
+        create(&ns, "big", 100, GOOD, json!({})).await;
+        wait_complete_for(&ns, "big", 100, BIG_WAIT).await;
+        set_image(&ns, "big", GOOD_2).await;
+        wait_complete_for(&ns, "big", 100, BIG_WAIT).await;
+        let o = outcome(&ns, "big").await;
+        o.into_iter()
+            .filter(|(k, _)| k.starts_with("status.") || k == "deployment revision" || k == "pods")
+            .collect()
+    }
+    .boxed()
+}
+
+fn scenario(name: &'static str, run: fn(TestNamespace) -> Run) -> Scenario {
+    Scenario {
+        name,
+        run,
+        solo: false,
+    }
+}
+
+/// Every Deployment scenario, in the order the issue lists them.
+pub fn scenarios() -> Vec<Scenario> {
+    vec![
+        scenario("create-3", create_three),
+        scenario("rolling-25-25", rolling_update),
+        scenario("surge-1-unavailable-0", surge_one),
+        scenario("recreate", recreate),
+        scenario("proportional", proportional_scaling),
+        scenario("pause-resume", pause_resume),
+        scenario("rollback", rollback),
+        scenario("progress-deadline", progress_deadline),
+        scenario("history-limit", history_limit),
+        scenario("rollover", rollover),
+        scenario("adopt-orphan", adopt_orphan),
+        scenario("min-ready", min_ready_seconds),
+        scenario("quota", quota),
+        scenario("rollout-restart", rollout_restart),
+        Scenario {
+            name: "rolling-100",
+            run: hundred_rolling,
+            solo: true,
+        },
+    ]
+}
