@@ -177,6 +177,7 @@ fn bench(c: &mut Criterion) {
                             expected_rm_finalizers: &none,
                             backoff: BackoffRecord::default(),
                             now,
+                            suspend_clears_start_time: true,
                         };
                         let plan = plan_sync(&input).unwrap();
                         assert!(matches!(plan, Decision::Sync(_)));

@@ -6,6 +6,7 @@ mod cluster;
 mod counting;
 pub mod deployment_scenarios;
 pub mod differential;
+pub mod job_scenarios;
 mod kcm_rs;
 mod namespace;
 pub mod pods;

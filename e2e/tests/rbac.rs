@@ -1,8 +1,23 @@
 //! The shipped least-privilege RBAC: kcm-rs running as ServiceAccount kcm-rs, bound only to the
-//! shipped ClusterRole (and the leader-election Role), passes the ReplicaSet differential suite on
-//! the RBAC-enforcing control plane; the shipped Deployment manifest passes server-side validation.
+//! shipped ClusterRole (and the leader-election Role), with all three controllers, passes the
+//! ReplicaSet differential suite and a Deployment and Job sample of theirs (each write kind: creates,
+//! scaling, rollback, status, pod finalizers, the owner references a Job's and a Deployment's
+//! children carry) on the RBAC-enforcing control plane; the shipped Deployment manifest passes
+//! server-side validation.
 
-use kcm_rs_e2e::{Cluster, differential::run_differential_as, replicaset_scenarios::scenarios};
+use kcm_rs_e2e::{
+    Cluster, deployment_scenarios, differential::run_differential_as, job_scenarios, replicaset_scenarios,
+};
+
+/// The Deployment and Job scenarios run here besides every ReplicaSet one.
+const SAMPLE: [&str; 6] = [
+    "rolling-25-25",
+    "rollback",
+    "history-limit",
+    "indexed-5",
+    "backoff-limit",
+    "deleted-background",
+];
 
 #[tokio::test]
 async fn disruptive_replicaset_suite_passes_with_the_shipped_cluster_role() {
@@ -10,11 +25,18 @@ async fn disruptive_replicaset_suite_passes_with_the_shipped_cluster_role() {
     cluster.apply_shipped_rbac();
     let kubeconfig = cluster.service_account_kubeconfig("kcm-rs", "kcm-rs");
     let args = [
-        "--controllers=replicaset-controller",
+        "--controllers=replicaset-controller,deployment-controller,job-controller",
         "--leader-elect=true",
         "--leader-elect-resource-name=kcm-rs-rbac-e2e",
     ];
-    run_differential_as(&cluster, "rbac", &args, Some(kubeconfig), &scenarios()).await;
+    let mut scenarios = replicaset_scenarios::scenarios();
+    scenarios.extend(
+        deployment_scenarios::scenarios()
+            .into_iter()
+            .chain(job_scenarios::scenarios())
+            .filter(|s| SAMPLE.contains(&s.name)),
+    );
+    run_differential_as(&cluster, "rbac", &args, Some(kubeconfig), &scenarios).await;
 
     let deployment = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/deployment.yaml");
     cluster.kubectl(&[

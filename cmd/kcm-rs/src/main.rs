@@ -235,6 +235,9 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             workers: args.concurrent_job_syncs,
             instance: identity.clone(),
             stale_controller_consistency: args.feature_gates.stale_controller_consistency_job,
+            suspend_clears_start_time: args
+                .feature_gates
+                .mutable_scheduling_directives_for_suspended_jobs,
             resync_period,
         };
         running.push(match &shadow {

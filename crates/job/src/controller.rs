@@ -55,6 +55,9 @@ pub struct JobOptions {
     /// Read our own writes: skip a sync while a cache is older than a pod create or status write
     /// this controller made (upstream gate `StaleControllerConsistencyJob`, beta and on in 1.36).
     pub stale_controller_consistency: bool,
+    /// Suspending a Job clears its startTime (gate `MutableSchedulingDirectivesForSuspendedJobs`,
+    /// beta and on by default in 1.36).
+    pub suspend_clears_start_time: bool,
     /// How often the informers replay every cached object to the handlers (KCM:
     /// `--min-resync-period` × [1, 2), drawn once). `None`: no resync.
     pub resync_period: Option<Duration>,
@@ -66,6 +69,7 @@ impl Default for JobOptions {
             workers: DEFAULT_WORKERS,
             instance: COMPONENT.to_owned(),
             stale_controller_consistency: true,
+            suspend_clears_start_time: true,
             resync_period: None,
         }
     }
@@ -273,6 +277,7 @@ impl<P: PodControl> JobController<P> {
             expected_rm_finalizers: &expected,
             backoff: self.executor.backoff.get(key.as_str()),
             now: self.executor.clock.now(),
+            suspend_clears_start_time: self.options.suspend_clears_start_time,
         };
         let mode = completion_mode_label(&job);
         let plan = match plan_pods(&input) {

@@ -91,6 +91,7 @@ impl Process {
             expected_rm_finalizers: &expected,
             backoff: self.executor.backoff.get(KEY),
             now: ts(NOW),
+            suspend_clears_start_time: true,
         };
         match plan_pods(&input).expect("valid selector") {
             Decision::Sync(plan) => self.executor.execute(*plan).await,

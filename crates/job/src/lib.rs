@@ -6,7 +6,10 @@
 //! success (tests, benchmarks, shadow mode), [`executor`] and [`pod_writes`] write, [`orphans`]
 //! cleans the finalizers no Job sync will remove.
 //!
-//! Behaviour carried over, each with the test that holds it:
+//! Behaviour carried over, each with the test that holds it. Beside these unit tests, the whole
+//! controller is judged on the local control plane against upstream's: `e2e/tests/job.rs` (18
+//! differential scenarios, the same normalized outcome under both, no pod left with the tracking
+//! finalizer) and `make conformance` (upstream's own Job specs that KWOK can simulate).
 //!
 //! | behaviour | test |
 //! | --- | --- |
@@ -24,7 +27,7 @@
 //! | `restartPolicy: OnFailure` restart counts | `plan::tests::on_failure_restarts_count_toward_the_backoff_limit` |
 //! | re-creation backoff 10 s × 2^(n−1), cap 10 min, from finish times | `backoff::tests`, `plan::tests::re_creation_waits_out_the_pod_failure_backoff` |
 //! | activeDeadlineSeconds: DeadlineExceeded, requeue at the deadline, never while suspended | `plan::tests::active_deadline_exceeded_and_requeue_before_it` |
-//! | suspend deletes active pods (Suspended=True JobSuspended), resume (JobResumed) resets startTime | `plan::tests::suspend_deletes_active_pods_and_resume_resets_start_time` |
+//! | suspend deletes active pods (Suspended=True JobSuspended) and clears startTime (1.36 gate `MutableSchedulingDirectivesForSuspendedJobs`, on by default; `JobOptions::suspend_clears_start_time`), resume (JobResumed) sets startTime anew | `plan::tests::suspend_deletes_active_pods_clears_start_time_and_resume_resets_it`; e2e `job` scenario `suspend-resume` |
 //! | Indexed: lowest pending indexes, completedIndexes, hostname, generateName ≤ 58, `JOB_COMPLETION_INDEX` from the label | `plan::tests::indexed_creates_the_lowest_pending_indexes`, `indexed::tests` |
 //! | Indexed: duplicate and out-of-range index pods removed, never create and delete in one sync | `plan::tests::indexed_removes_duplicates_and_out_of_range_indexes_before_creating` |
 //! | index strings as upstream | `intervals::tests` (property: parse/format round trip, merge is union) |

@@ -44,6 +44,9 @@ pub struct SyncInput<'a> {
     pub expected_rm_finalizers: &'a HashSet<String>,
     pub backoff: BackoffRecord,
     pub now: Timestamp,
+    /// Suspending a Job clears `status.startTime` (1.36 gate `MutableSchedulingDirectivesForSuspendedJobs`,
+    /// beta and on by default; resuming sets it again either way).
+    pub suspend_clears_start_time: bool,
 }
 
 /// Why a Job is not synced at all.
@@ -100,6 +103,8 @@ pub struct SyncPlan {
     /// The pod writes, and whether manageJob ran (suspension conditions are set only then).
     pub action: PodAction,
     pub manage_called: bool,
+    /// [`SyncInput::suspend_clears_start_time`].
+    pub suspend_clears_start_time: bool,
     /// Upstream reports `active = 0` while waiting out a re-creation backoff.
     pub active_override: Option<i32>,
     pub requeue_after: Option<Duration>,
@@ -288,6 +293,7 @@ pub fn plan_pods(input: &SyncInput<'_>) -> Result<Decision<SyncPlan>, PlanError>
         expected_rm_finalizers: expected.clone(),
         action: PodAction::None,
         manage_called: false,
+        suspend_clears_start_time: input.suspend_clears_start_time,
         active_override: None,
         requeue_after,
         metrics_action: crate::metrics::ACTION_RECONCILING,

@@ -28,6 +28,7 @@ fn plan(j: &Job, pods: &[Arc<Pod>], backoff: BackoffRecord) -> Option<FullPlan> 
         expected_rm_finalizers: &none,
         backoff,
         now: ts(NOW),
+        suspend_clears_start_time: true,
     };
     match plan_sync(&input).unwrap() {
         Decision::Sync(p) => Some(*p),

@@ -16,6 +16,7 @@ pub(crate) fn input<'a>(job: &'a Job, pods: &'a [Arc<Pod>], none: &'a HashSet<St
         expected_rm_finalizers: none,
         backoff: BackoffRecord::default(),
         now: ts(NOW),
+        suspend_clears_start_time: true,
     }
 }
 

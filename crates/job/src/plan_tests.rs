@@ -193,7 +193,7 @@ fn active_deadline_exceeded_and_requeue_before_it() {
 }
 
 #[test]
-fn suspend_deletes_active_pods_and_resume_resets_start_time() {
+fn suspend_deletes_active_pods_clears_start_time_and_resume_resets_it() {
     let mut j = job(2, Some(4));
     spec(&mut j).suspend = Some(true);
     status(&mut j).start_time = Some(Time(ts(1)));
@@ -205,6 +205,24 @@ fn suspend_deletes_active_pods_and_resume_resets_start_time() {
         Some(("True".into(), "JobSuspended".into()))
     );
     assert_eq!(p.status.events[0].reason, "Suspended");
+    assert!(
+        p.status.status.start_time.is_none(),
+        "suspending clears startTime (MutableSchedulingDirectivesForSuspendedJobs, on in 1.36)"
+    );
+    let none = HashSet::new();
+    let pods = running(2);
+    let gate_off = SyncInput {
+        suspend_clears_start_time: false,
+        ..input(&j, &pods, &none)
+    };
+    let Decision::Sync(off) = plan_sync(&gate_off).unwrap() else {
+        panic!("not synced")
+    };
+    assert_eq!(
+        off.status.status.start_time.as_ref().map(|t| t.0),
+        Some(ts(1)),
+        "with the gate off startTime stays"
+    );
     let mut resumed = j.clone();
     *status(&mut resumed) = p.status.status.clone();
     spec(&mut resumed).suspend = Some(false);

@@ -136,6 +136,9 @@ impl SyncPlan {
                 ) {
                     needs_flush = true;
                     events.push(normal(EVENT_SUSPENDED, MESSAGE_JOB_SUSPENDED));
+                    if self.suspend_clears_start_time {
+                        status.start_time = None;
+                    }
                 }
             } else if self.manage_called
                 && ensure_condition_status(

@@ -31,6 +31,7 @@ fn track(j: &Job, pods: Vec<PodB>, finished: Option<JobCondition>, expected: &[&
         expected_rm_finalizers: &expected,
         backoff: BackoffRecord::default(),
         now: ts(NOW),
+        suspend_clears_start_time: true,
     };
     let Decision::Sync(plan) = plan_pods(&input).unwrap() else {
         panic!("not synced")
