@@ -234,3 +234,54 @@ pub(super) async fn outcome(ns: &TestNamespace, rs_name: &str) -> Outcome {
     o.insert("pods".into(), described.join("; "));
     o
 }
+
+/// How the ReplicaSet's events look to `kubectl get events`, once they have not changed for 6 s: per
+/// reason, how many Event objects, their summed count, and how many are combined ones.
+pub(super) async fn event_shape(ns: &TestNamespace) -> String {
+    let read = || async {
+        let events = ns
+            .api::<k8s_openapi::api::core::v1::Event>()
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items;
+        let mut by: std::collections::BTreeMap<String, (usize, i32, usize)> =
+            std::collections::BTreeMap::new();
+        for e in events
+            .iter()
+            .filter(|e| e.involved_object.kind.as_deref() == Some("ReplicaSet"))
+        {
+            let entry = by.entry(e.reason.clone().unwrap_or_default()).or_default();
+            entry.0 += 1;
+            entry.1 += e.count.unwrap_or(1);
+            if e.message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("(combined from similar events): "))
+            {
+                entry.2 += 1;
+            }
+        }
+        by.iter()
+            .map(|(r, (objects, count, combined))| {
+                format!("{r}: {objects} objects, count {count}, {combined} combined")
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let mut last = read().await;
+    let mut quiet = Duration::ZERO;
+    let step = Duration::from_millis(500);
+    let mut waited = Duration::ZERO;
+    while quiet < Duration::from_secs(6) && waited < Duration::from_secs(60) {
+        tokio::time::sleep(step).await;
+        waited += step;
+        let now = read().await;
+        if now == last {
+            quiet += step;
+        } else {
+            quiet = Duration::ZERO;
+            last = now;
+        }
+    }
+    last
+}

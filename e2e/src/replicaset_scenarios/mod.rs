@@ -279,6 +279,25 @@ fn quota(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<Output 
     .boxed()
 }
 
+/// 40 pods created then deleted: more similar events on one ReplicaSet than client-go's correlator
+/// lets through one by one (ten distinct messages, then "(combined from similar events): ...", and
+/// the per-object spam filter's burst of 25), so `kubectl get events` has upstream's shape.
+fn events_under_load(
+    ns: TestNamespace,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>> {
+    async move {
+        create_rs(&ns, "web", 40, 0).await;
+        wait_settled(&ns, "web", 40).await;
+        scale(&ns, "web", 0).await;
+        wait_settled(&ns, "web", 0).await;
+        wait_pods(&ns, "every pod gone", <[Pod]>::is_empty).await;
+        let mut o = Outcome::new();
+        o.insert("events on the ReplicaSet".into(), event_shape(&ns).await);
+        o
+    }
+    .boxed()
+}
+
 fn scale_to_500(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>> {
     async move {
         create_rs(&ns, "big", 500, 0).await;
@@ -342,6 +361,11 @@ pub fn scenarios() -> Vec<Scenario> {
         Scenario {
             name: "quota",
             run: quota,
+            solo: false,
+        },
+        Scenario {
+            name: "events-under-load",
+            run: events_under_load,
             solo: false,
         },
         Scenario {
