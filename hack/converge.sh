@@ -6,7 +6,8 @@
 #
 # Both controllers get the same --kube-api-qps/--kube-api-burst (KCM_RS_CONVERGE_QPS/_BURST, default
 # 1000/2000); kcm-rs is the release build. For each: the ReplicaSets are applied at once, and the time
-# is taken from the apply to the moment every one reports all its pods Ready. Not part of `make test`.
+# is taken from the apply to the moment every one reports all its pods Ready. The components' logs are
+# kept in $KCM_RS_RUN_DIR.logs. Not part of `make test`.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here/.."
@@ -19,7 +20,8 @@ export KCM_RS_KCM_QPS=$qps KCM_RS_KCM_BURST=$burst
 
 cargo build --release -p kcm-rs
 "$here/cluster.sh" down >/dev/null 2>&1 || true
-trap '[[ -n ${kcm_pid:-} ]] && kill "$kcm_pid" 2>/dev/null; "$here/cluster.sh" down' EXIT
+logs=${KCM_RS_RUN_DIR}.logs # kept after the control plane is gone
+trap '[[ -n ${kcm_pid:-} ]] && kill "$kcm_pid" 2>/dev/null; rm -rf "$logs"; cp -r "$KCM_RS_RUN_DIR/logs" "$logs"; "$here/cluster.sh" down; echo "logs: $logs"' EXIT
 "$here/cluster.sh" up --mode reference
 eval "$("$here/cluster.sh" env)"
 
@@ -56,7 +58,9 @@ measure() { # NAMESPACE
 }
 
 upstream=$(measure converge-upstream)
-kubectl delete namespace converge-upstream --wait=false >/dev/null
+# The first run's 2,000 pods must be gone before the second starts, or their deletion loads the
+# API server during it.
+kubectl delete namespace converge-upstream --timeout=600s >/dev/null
 "$here/cluster.sh" mode replace
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 ./target/release/kcm-rs --kubeconfig "$KUBECONFIG" --bind-address=127.0.0.1 --secure-port="$port" \

@@ -77,17 +77,6 @@ pub fn until_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> Opt
     Some(Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0)))
 }
 
-/// The earliest moment one of `pods` becomes available (upstream `FindMinNextPodAvailabilityCheck`).
-pub fn next_availability_check<'a>(
-    pods: impl IntoIterator<Item = &'a Pod>,
-    min_ready_seconds: i32,
-    now: Timestamp,
-) -> Option<Duration> {
-    pods.into_iter()
-        .filter_map(|p| until_available(p, min_ready_seconds, now))
-        .min()
-}
-
 pub fn max_container_restarts(pod: &Pod) -> i32 {
     pod.status
         .as_ref()
