@@ -88,9 +88,17 @@ fn proportional_scaling(ns: TestNamespace) -> Run {
         wait_sizes(&ns, &[(1, 8), (2, 5)]).await;
         patch(&ns, "web", json!({"spec": {"replicas": 30}})).await;
         wait_sizes(&ns, &[(1, 20), (2, 13)]).await;
-        wait_deployment(&ns, "web", "30 replicas observed", Duration::from_secs(90), |d| {
-            d.status.as_ref().and_then(|s| s.replicas) == Some(33)
-        })
+        // Settled: the old ReplicaSet's 20 pods Ready (9 of them just created), the new 13 stuck.
+        wait_deployment(
+            &ns,
+            "web",
+            "33 pods, the 20 old ones available",
+            Duration::from_secs(90),
+            |d| {
+                let s = d.status.clone().unwrap_or_default();
+                s.replicas == Some(33) && s.ready_replicas == Some(20) && s.available_replicas == Some(20)
+            },
+        )
         .await;
         outcome(&ns, "web").await
     }
