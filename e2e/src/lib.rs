@@ -7,6 +7,7 @@ mod counting;
 pub mod deployment_scenarios;
 pub mod differential;
 pub mod job_scenarios;
+pub mod json;
 mod kcm_rs;
 mod namespace;
 pub mod pods;

@@ -120,3 +120,26 @@ pub async fn synced_pod_informer(
     );
     (pods, cancel)
 }
+
+/// Every pod of the namespace.
+pub async fn list(ns: &TestNamespace) -> Vec<Pod> {
+    ns.api::<Pod>().list(&ListParams::default()).await.unwrap().items
+}
+
+/// The pod's phase, "" before the kubelet (KWOK) reported one.
+pub fn phase(p: &Pod) -> &str {
+    p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+}
+
+/// Waits until `done` holds for the namespace's pods, and returns them.
+pub async fn wait_pods(ns: &TestNamespace, what: &str, done: impl Fn(&[Pod]) -> bool) -> Vec<Pod> {
+    wait_for(what, crate::DEFAULT_WAIT, || async {
+        let p = list(ns).await;
+        if done(&p) {
+            Ok(p)
+        } else {
+            Err(format!("{} pods", p.len()))
+        }
+    })
+    .await
+}

@@ -9,15 +9,13 @@ use std::{
 };
 
 use informer::{HandlerFns, InformerOptions, SharedInformerFactory, wait_for_cache_sync};
-use k8s_openapi::api::{
-    apps::v1::{Deployment, ReplicaSet},
-    core::v1::Pod,
-};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+pub(super) use crate::pods::{list as pods, phase, wait_pods};
 use crate::{DEFAULT_WAIT, TestNamespace, differential::Outcome, wait_for};
 
 /// The annotations the Deployment controller writes on ReplicaSets (upstream `deploymentutil`).
@@ -46,19 +44,8 @@ pub fn deployment_manifest(name: &str, replicas: i32, image: &str, spec: Value) 
             }
         }
     });
-    merge(&mut d["spec"], spec);
+    crate::json::merge(&mut d["spec"], spec);
     serde_json::from_value(d).unwrap()
-}
-
-fn merge(into: &mut Value, from: Value) {
-    match (into, from) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, v) in b {
-                merge(a.entry(k).or_insert(Value::Null), v);
-            }
-        }
-        (a, b) => *a = b,
-    }
 }
 
 pub(super) async fn create(ns: &TestNamespace, name: &str, replicas: i32, image: &str, spec: Value) {
@@ -186,22 +173,6 @@ pub(super) async fn replica_sets(ns: &TestNamespace) -> Vec<ReplicaSet> {
         .items
 }
 
-pub(super) async fn pods(ns: &TestNamespace) -> Vec<Pod> {
-    ns.api::<Pod>().list(&ListParams::default()).await.unwrap().items
-}
-
-pub(super) async fn wait_pods(ns: &TestNamespace, what: &str, done: impl Fn(&[Pod]) -> bool) {
-    wait_for(what, DEFAULT_WAIT, || async {
-        let p = pods(ns).await;
-        if done(&p) {
-            Ok(())
-        } else {
-            Err(format!("{} pods", p.len()))
-        }
-    })
-    .await;
-}
-
 fn revision(rs: &ReplicaSet) -> i64 {
     rs.metadata
         .annotations
@@ -209,10 +180,6 @@ fn revision(rs: &ReplicaSet) -> i64 {
         .and_then(|a| a.get(REVISION))
         .and_then(|r| r.parse().ok())
         .unwrap_or(0)
-}
-
-fn phase(p: &Pod) -> &str {
-    p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
 }
 
 /// The facts compared: the Deployment's status and revision, every ReplicaSet by revision (sizes,

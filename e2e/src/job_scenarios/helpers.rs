@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
+pub(super) use crate::pods::{list as pods, phase};
 use crate::{DEFAULT_WAIT, TestNamespace, differential::Outcome, wait_for};
 
 /// The finalizer with which the Job controller tracks its pods (upstream `batch.kubernetes.io/job-tracking`).
@@ -41,19 +42,8 @@ pub fn job_manifest(name: &str, command: &[&str], spec: Value) -> Job {
             }
         }
     });
-    merge(&mut j["spec"], spec);
+    crate::json::merge(&mut j["spec"], spec);
     serde_json::from_value(j).unwrap()
-}
-
-fn merge(into: &mut Value, from: Value) {
-    match (into, from) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, v) in b {
-                merge(a.entry(k).or_insert(Value::Null), v);
-            }
-        }
-        (a, b) => *a = b,
-    }
 }
 
 pub(super) async fn create(ns: &TestNamespace, name: &str, command: &[&str], spec: Value) {
@@ -115,14 +105,6 @@ pub(super) async fn wait_finished(ns: &TestNamespace, name: &str, type_: &str, r
         has_condition(j, type_, reason)
     })
     .await;
-}
-
-pub(super) async fn pods(ns: &TestNamespace) -> Vec<Pod> {
-    ns.api::<Pod>().list(&ListParams::default()).await.unwrap().items
-}
-
-pub(super) fn phase(p: &Pod) -> &str {
-    p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
 }
 
 pub(super) fn tracked(p: &Pod) -> bool {

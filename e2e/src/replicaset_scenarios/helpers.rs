@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+pub(super) use crate::pods::{list as pods, phase, wait_pods};
 use crate::{DEFAULT_WAIT, TestNamespace, differential::Outcome, wait_for};
 use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
@@ -133,31 +134,11 @@ pub(super) async fn wait_settled(ns: &TestNamespace, name: &str, n: i32) {
     .await;
 }
 
-pub(super) fn phase(p: &Pod) -> &str {
-    p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
-}
-
 pub(super) fn is_ready(p: &Pod) -> bool {
     p.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
-pub(super) async fn pods(ns: &TestNamespace) -> Vec<Pod> {
-    ns.api::<Pod>().list(&ListParams::default()).await.unwrap().items
-}
-
-pub(super) async fn wait_pods(ns: &TestNamespace, what: &str, done: impl Fn(&[Pod]) -> bool) {
-    wait_for(what, DEFAULT_WAIT, || async {
-        let p = pods(ns).await;
-        if done(&p) {
-            Ok(())
-        } else {
-            Err(format!("{} pods", p.len()))
-        }
-    })
-    .await;
 }
 
 /// The facts compared: the ReplicaSet's status (conditions without their free-text message) and every
