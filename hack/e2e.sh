@@ -8,7 +8,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here/.."
 cargo=${CARGO:-cargo}
 
-$cargo build -p kcm-rs
+# With the crash points the Job suite switches on through FAILPOINTS (job::failpoints).
+$cargo build -p kcm-rs --features failpoints
 $cargo test -p kcm-rs-e2e --no-run
 "$here/cluster.sh" down >/dev/null 2>&1 || true
 trap '"$here/cluster.sh" down' EXIT

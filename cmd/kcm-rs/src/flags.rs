@@ -34,9 +34,17 @@ pub enum LeaderElectMode {
 
 /// Deliberate errors for testing shadow mode (not for production use).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[allow(
+    clippy::enum_variant_names,
+    reason = "the variants are the flag's values, ignore-*"
+)]
 pub enum ShadowPerturbation {
-    /// Plan as if every ReplicaSet had minReadySeconds 0.
+    /// Plan as if every ReplicaSet had minReadySeconds 0 (replicaset-controller).
     IgnoreMinReadySeconds,
+    /// Plan as if no Deployment were paused (deployment-controller).
+    IgnorePaused,
+    /// Plan as if no Job were suspended (job-controller).
+    IgnoreSuspend,
 }
 
 /// The Kubernetes controller manager for the workload controllers (Deployment, ReplicaSet, Job),

@@ -44,6 +44,9 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 async fn main() -> ExitCode {
     let args = Args::parse_flags();
     init_logging(&args);
+    // The crash points named in FAILPOINTS (e2e builds only; see job::failpoints).
+    #[cfg(feature = "failpoints")]
+    let _failpoints = fail::FailScenario::setup();
     match run(args).await {
         Ok(code) => code,
         Err(e) => {
@@ -208,6 +211,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             workers: args.concurrent_deployment_syncs,
             instance: identity.clone(),
             resync_period,
+            ignore_paused: args.shadow_perturb == Some(ShadowPerturbation::IgnorePaused),
         };
         running.push(match &shadow {
             Some(state) => spawn_controller(
@@ -239,6 +243,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .feature_gates
                 .mutable_scheduling_directives_for_suspended_jobs,
             resync_period,
+            ignore_suspend: args.shadow_perturb == Some(ShadowPerturbation::IgnoreSuspend),
         };
         running.push(match &shadow {
             Some(state) => spawn_controller(

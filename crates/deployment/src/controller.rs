@@ -65,6 +65,8 @@ pub struct DeploymentOptions {
     /// How often the informers replay every cached object to the handlers (KCM:
     /// `--min-resync-period` × [1, 2), drawn once). `None`: no resync.
     pub resync_period: Option<Duration>,
+    /// Testing only (shadow mode's self-check): plan as if no Deployment were paused.
+    pub ignore_paused: bool,
 }
 
 impl Default for DeploymentOptions {
@@ -73,6 +75,7 @@ impl Default for DeploymentOptions {
             workers: DEFAULT_WORKERS,
             instance: COMPONENT.to_owned(),
             resync_period: None,
+            ignore_paused: false,
         }
     }
 }
@@ -198,12 +201,17 @@ impl DeploymentController {
     /// One sync of the Deployment at `key` (upstream `syncDeployment`).
     pub async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
         let started = tokio::time::Instant::now();
-        let Some(d) = self.handlers.deployments.get(key.namespace(), key.name()) else {
+        let Some(mut d) = self.handlers.deployments.get(key.namespace(), key.name()) else {
             if let Some(state) = &self.shadow {
                 state.forget(COMPONENT, key.as_str());
             }
             return Ok(None);
         };
+        if self.options.ignore_paused
+            && let Some(spec) = Arc::make_mut(&mut d).spec.as_mut()
+        {
+            spec.paused = Some(false);
+        }
         let candidates = self.candidates(&d);
         let pods_of = |uid: &str| {
             self.pods

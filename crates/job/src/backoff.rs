@@ -26,8 +26,15 @@ impl BackoffRecord {
     /// nothing succeeds; a success resets the count to the failures that finished after it.
     #[must_use]
     pub fn with_finished(self, succeeded: &[Arc<Pod>], failed: &[Arc<Pod>]) -> Self {
-        let last_success = succeeded.iter().map(|p| finished_time(p)).max();
-        let mut failed_times: Vec<Timestamp> = failed.iter().map(|p| finished_time(p)).collect();
+        let times = |pods: &[Arc<Pod>]| pods.iter().map(|p| finished_time(p)).collect::<Vec<_>>();
+        self.with_finish_times(&times(succeeded), &times(failed))
+    }
+
+    /// [`Self::with_finished`] on the pods' finish times.
+    #[must_use]
+    pub fn with_finish_times(self, succeeded: &[Timestamp], failed: &[Timestamp]) -> Self {
+        let last_success = succeeded.iter().max().copied();
+        let mut failed_times = failed.to_vec();
         failed_times.sort_unstable();
         match last_success {
             None if failed_times.is_empty() => self,

@@ -28,6 +28,7 @@ use crate::{
     finalizer_expectations::FinalizerExpectations,
     handlers::{Handlers, JobHandler, PodHandler},
     metrics::{ACTION_RECONCILING, JobMetrics},
+    observed_finishes::{FinishObserver, ObservedFinishes},
     orphans::{OrphanCleaner, OrphanKey},
     plan::{Decision, PlanError, SyncInput, plan_pods},
     shadow,
@@ -61,6 +62,8 @@ pub struct JobOptions {
     /// How often the informers replay every cached object to the handlers (KCM:
     /// `--min-resync-period` × [1, 2), drawn once). `None`: no resync.
     pub resync_period: Option<Duration>,
+    /// Testing only (shadow mode's self-check): plan as if no Job were suspended.
+    pub ignore_suspend: bool,
 }
 
 impl Default for JobOptions {
@@ -71,6 +74,7 @@ impl Default for JobOptions {
             stale_controller_consistency: true,
             suspend_clears_start_time: true,
             resync_period: None,
+            ignore_suspend: false,
         }
     }
 }
@@ -84,7 +88,14 @@ pub struct JobController<P> {
     executor: Executor<P>,
     options: JobOptions,
     sync_metrics: Arc<dyn informer::SyncMetrics>,
-    shadow: Option<Arc<ShadowState>>,
+    shadow: Option<Shadow>,
+}
+
+/// What a shadow controller keeps beside the live one's state.
+struct Shadow {
+    state: Arc<ShadowState>,
+    /// Finished pods seen, standing in for the backoff record upstream builds as it counts them.
+    finishes: Arc<ObservedFinishes>,
 }
 
 impl<P> std::fmt::Debug for JobController<P> {
@@ -129,7 +140,10 @@ impl JobController<NoWrites> {
             metrics,
             Arc::new(crate::metrics::NoJobMetrics),
         );
-        c.shadow = Some(state);
+        let finishes = Arc::new(ObservedFinishes::default());
+        c.registrations
+            .push(c.pods.add_event_handler(FinishObserver(finishes.clone()), None));
+        c.shadow = Some(Shadow { state, finishes });
         c
     }
 }
@@ -257,25 +271,32 @@ impl<P: PodControl> JobController<P> {
                 source,
             });
         }
-        let Some(job) = h.jobs.get(key.namespace(), key.name()) else {
+        let Some(mut job) = h.jobs.get(key.namespace(), key.name()) else {
             h.expectations.delete(key.as_str());
             h.finalizers.delete(key.as_str());
             self.executor.consistency.clear(key.as_str());
             self.executor.backoff.remove(key.as_str());
-            if let Some(state) = &self.shadow {
-                state.forget(COMPONENT, key.as_str());
-            }
+            self.forget_shadow(key);
             return Ok(None);
         };
+        if self.options.ignore_suspend
+            && let Some(spec) = Arc::make_mut(&mut job).spec.as_mut()
+        {
+            spec.suspend = Some(false);
+        }
         let satisfied = h.expectations.satisfied(key.as_str());
         let candidates = self.candidates(&job);
         let expected = h.finalizers.expected(key.as_str());
+        let backoff = match &self.shadow {
+            Some(s) => s.finishes.record(&job, &candidates),
+            None => self.executor.backoff.get(key.as_str()),
+        };
         let input = SyncInput {
             job: &job,
             candidates: &candidates,
             expectations_satisfied: satisfied,
             expected_rm_finalizers: &expected,
-            backoff: self.executor.backoff.get(key.as_str()),
+            backoff,
             now: self.executor.clock.now(),
             suspend_clears_start_time: self.options.suspend_clears_start_time,
         };
@@ -284,10 +305,12 @@ impl<P: PodControl> JobController<P> {
             Ok(Decision::Sync(plan)) => *plan,
             Ok(Decision::ManagedExternally(name)) => {
                 tracing::debug!(job = %key, controller = name, "managed by another controller; skipping");
+                self.forget_shadow(key);
                 return Ok(None);
             }
             Ok(Decision::Finished) => {
                 self.executor.backoff.remove(key.as_str());
+                self.forget_shadow(key);
                 return Ok(None);
             }
             Ok(Decision::UnknownCompletionMode) => {
@@ -309,7 +332,7 @@ impl<P: PodControl> JobController<P> {
                 return Err(SyncError::InvalidSelector { key, source });
             }
         };
-        if let Some(state) = &self.shadow {
+        if let Some(Shadow { state, .. }) = &self.shadow {
             let status = plan.status_plan(&ManageOutcome::assumed(&plan.action));
             let full = crate::plan::FullPlan { sync: plan, status };
             let differences = shadow::differences(&job, &full);
@@ -327,6 +350,15 @@ impl<P: PodControl> JobController<P> {
             .metrics
             .job_sync(mode, outcome, action, started.elapsed());
         result
+    }
+
+    /// A Job that is gone, finished or not ours: nothing of it stands in shadow mode (a divergence
+    /// reported while it ran is over).
+    fn forget_shadow(&self, key: &ObjectKey) {
+        if let Some(s) = &self.shadow {
+            s.state.forget(COMPONENT, key.as_str());
+            s.finishes.forget(key.as_str());
+        }
     }
 
     /// The Job's own pods and the orphans of its namespace.

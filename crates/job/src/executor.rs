@@ -101,12 +101,18 @@ impl<P: PodControl> Executor<P> {
             self.backoff.update(key.as_str(), plan.backoff);
             self.finished_pod_metrics(&plan.job, &old, &sp.status);
             old = sp.status.clone();
+            if !sp.remove_finalizers.is_empty() {
+                crate::failpoints::crash_at(crate::failpoints::AFTER_UNCOUNTED_STATUS);
+            }
         }
         for (action, n) in &sp.policy_actions {
             self.metrics
                 .pod_failures_handled_by_policy(action.as_str(), u64::from(*n));
         }
         let (removed, rm_err) = self.remove_finalizers(key.as_str(), &sp.remove_finalizers).await;
+        if !removed.is_empty() {
+            crate::failpoints::crash_at(crate::failpoints::AFTER_FINALIZER_REMOVAL);
+        }
         let now = self.clock.now();
         let after = sp.after_removal(&removed, rm_err.is_some(), now);
         if let Some(source) = rm_err {

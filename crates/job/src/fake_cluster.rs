@@ -149,17 +149,14 @@ impl PodControl for FakeCluster {
         self.create(owner, template, Some(generate_name))
     }
 
+    /// By name, as the real `PodControl` deletes (no UID precondition, as upstream's `DeletePod`).
     async fn delete_pod(&self, _: &Owner, pod: &Pod) -> Result<(), ControlError> {
         let key = format!("ns/{}", pod.metadata.name.as_deref().unwrap_or(""));
         let mut w = self.0.lock();
         let rv = w.next_rv();
         w.pod_writes
             .push(format!("delete {}", pod.metadata.name.as_deref().unwrap_or("")));
-        let Some(p) = w
-            .pods
-            .get_mut(&key)
-            .filter(|p| p.metadata.uid == pod.metadata.uid)
-        else {
+        let Some(p) = w.pods.get_mut(&key) else {
             return Err(api_error("delete pod", &key, 404, "NotFound"));
         };
         if p.metadata.finalizers.as_ref().is_some_and(|f| !f.is_empty()) {

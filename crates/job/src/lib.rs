@@ -48,6 +48,19 @@
 //! | Job handlers: add (external controllers counted), a spec change syncs at once and a changed activeDeadlineSeconds again at the deadline, status-only updates batched, a finished or deleted Job sweeps its selector and a finished one is not synced again | `handlers::tests` |
 //! | informer resync (KCM `--min-resync-period`, `JobOptions::resync_period`): a resynced Job is synced again (batched) | `handlers::tests::a_job_resync_syncs_it_batched` |
 //! | finalizer expectations (`uidTrackingExpectations`) | `finalizer_expectations::tests` |
+//! | shadow mode: a plan that would write, or a status that differs, is one line per field; an empty deletion (a suspended Job with nothing running) is none | `shadow::tests`; e2e `shadow` (the Job scenarios beside upstream's controller, no divergence; `--shadow-perturb=ignore-suspend` reported on `status.active`) |
+//! | shadow mode plans with the re-creation backoff upstream holds, rebuilt from the finished pods it watched upstream count (also those gone with their finalizer), so upstream waiting out a backoff is no divergence | `observed_finishes::tests` |
+//! | the process killed at each crash point of the tracking protocol, then started afresh: each pod counted once, no finalizer left, upstream's outcome | e2e `job::disruptive_job_killed_between_tracking_writes_converges` (`failpoints`) |
+//!
+//! Where kcm-rs differs on purpose:
+//! * pods equal in every tier of the deletion order are deleted by UID, then name; upstream leaves
+//!   them to an unstable sort (`active_pods` docs).
+//! * an event reason outside the controller's known set is recorded as `JobFailed`: the event
+//!   recorder takes `&'static str` reasons (`executor::static_reason`); every reason the plan can
+//!   produce is in the set.
+//! * shadow mode's backoff record is rebuilt from watched pods (above), not counted in the sync as
+//!   the live controller and upstream count it; a pod deleted and gone before the shadow's informer
+//!   saw it finish is missing from it.
 #![forbid(unsafe_code)]
 
 pub mod active_pods;
@@ -56,6 +69,7 @@ pub mod claim;
 pub mod conditions;
 pub mod controller;
 pub mod executor;
+pub mod failpoints;
 pub mod finalizer_expectations;
 pub mod finish;
 pub mod finishing;
@@ -64,6 +78,7 @@ pub mod indexed;
 pub mod intervals;
 pub mod manage;
 pub mod metrics;
+pub mod observed_finishes;
 pub mod orphans;
 pub mod plan;
 pub mod pod_failure_policy;

@@ -311,7 +311,7 @@ pub fn plan_pods(input: &SyncInput<'_>) -> Result<Decision<SyncPlan>, PlanError>
 
 #[cfg(test)]
 #[path = "plan_test_support.rs"]
-mod support;
+pub(crate) mod support;
 
 #[cfg(test)]
 #[path = "plan_tests.rs"]

@@ -27,6 +27,8 @@ pub fn differences(job: &Job, plan: &FullPlan) -> Vec<String> {
             out.push(format!("pods: kcm-rs would create {}", c.count))
         }
         PodAction::Create(c) => out.push(format!("pods: kcm-rs would create indexes {:?}", c.indexes)),
+        // An empty deletion (a suspended Job with nothing left running) writes nothing.
+        PodAction::Delete(p) | PodAction::DeleteActive(p) if p.is_empty() => {}
         PodAction::Delete(p) | PodAction::DeleteActive(p) => {
             out.push(format!("pods: kcm-rs would delete {:?}", names(p)))
         }
@@ -94,4 +96,55 @@ pub fn fingerprint(job: &Job, pods: &[Arc<Pod>]) -> u64 {
     rvs.sort_unstable();
     rvs.hash(&mut h);
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::batch::v1::JobCondition;
+
+    use super::*;
+    use crate::{
+        fixtures::{job, pod, status},
+        plan::support::full,
+    };
+
+    /// A suspended Job with nothing left running plans an empty deletion: no write, so no
+    /// disagreement.
+    #[test]
+    fn a_suspended_job_upstream_has_settled_is_no_divergence() {
+        let mut j = job(2, Some(4));
+        j.spec.as_mut().unwrap().suspend = Some(true);
+        status(&mut j).conditions = Some(vec![JobCondition {
+            type_: "Suspended".into(),
+            status: "True".into(),
+            reason: Some("JobSuspended".into()),
+            ..JobCondition::default()
+        }]);
+        status(&mut j).active = Some(0);
+        let plan = full(&j, &[]);
+        assert!(
+            matches!(&plan.sync.action, PodAction::Delete(p) if p.is_empty()),
+            "{:?}",
+            plan.sync.action
+        );
+        assert_eq!(differences(&j, &plan), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_pod_to_create_and_the_status_it_changes_are_reported() {
+        let j = job(1, Some(1));
+        let plan = full(&j, &[]);
+        assert_eq!(
+            differences(&j, &plan),
+            vec![
+                "pods: kcm-rs would create 1".to_owned(),
+                "status.active: upstream 0, kcm-rs 1".to_owned()
+            ]
+        );
+        let running = pod("a").running().build();
+        let mut settled = j.clone();
+        status(&mut settled).active = Some(1);
+        let plan = full(&settled, std::slice::from_ref(&running));
+        assert_eq!(differences(&settled, &plan), Vec::<String>::new());
+    }
 }

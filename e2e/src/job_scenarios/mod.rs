@@ -2,6 +2,7 @@
 //! it observed. What a pod does comes from its container command, read by the KWOK stages as upstream's
 //! e2e Jobs encode it (hack/README.md, "Simulated pod behaviour").
 
+pub mod crash;
 mod helpers;
 
 use std::time::Duration;
