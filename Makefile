@@ -29,11 +29,12 @@ unit:
 e2e:
 	CARGO=$(CARGO) hack/e2e.sh
 
-# The randomized ReplicaSet soak alone, for as long as issue 14 asks (10 minutes; `make e2e` runs it for
-# 2), on a control plane of its own: KCM_RS_SOAK_SECONDS and KCM_RS_SOAK_SEED (a replay) pass through.
+# The randomized soaks alone (ReplicaSet, Deployment, Job), 10 minutes each (`make e2e` runs them for
+# 2, 1 and 1), on a control plane of their own: KCM_RS_SOAK_SECONDS and KCM_RS_SOAK_SEED (a replay)
+# pass through.
 .PHONY: soak
 soak:
-	KCM_RS_SOAK_SECONDS=$${KCM_RS_SOAK_SECONDS:-600} CARGO=$(CARGO) hack/e2e.sh replicaset_soak
+	KCM_RS_SOAK_SECONDS=$${KCM_RS_SOAK_SECONDS:-600} CARGO=$(CARGO) hack/e2e.sh replicaset_soak deployment_soak job_soak
 
 # Upstream's sig-apps e2e specs (Deployment, ReplicaSet, Job) under upstream's controllers, then under
 # kcm-rs's, on a control plane of their own; prints the comparison table and fails on a regression.

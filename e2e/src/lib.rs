@@ -5,14 +5,17 @@
 mod cluster;
 mod counting;
 pub mod deployment_scenarios;
+pub mod deployment_soak;
 pub mod differential;
 pub mod job_scenarios;
+pub mod job_soak;
 pub mod json;
 mod kcm_rs;
 mod namespace;
 pub mod pods;
 pub mod replicaset_scenarios;
 pub mod soak;
+pub mod soak_tally;
 mod wait;
 
 pub use cluster::{Cluster, Mode, ModeGuard};

@@ -143,3 +143,12 @@ pub async fn wait_pods(ns: &TestNamespace, what: &str, done: impl Fn(&[Pod]) -> 
     })
     .await
 }
+
+/// The UID of the object's controller (its ownerReference with `controller: true`).
+pub fn controller_uid(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Option<&str> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.as_str())
+}

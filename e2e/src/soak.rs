@@ -9,11 +9,7 @@
 //!
 //! Everything here polls with LIST and GET (no watch to re-establish after a "watcher close").
 
-use std::{
-    collections::{BTreeMap, BTreeSet},
-    future::Future,
-    time::Duration,
-};
+use std::{collections::BTreeSet, future::Future, time::Duration};
 
 use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
 use kube::{
@@ -24,7 +20,10 @@ use rand::{Rng as _, SeedableRng as _, rngs::StdRng, seq::IndexedRandom as _};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::TestNamespace;
+use crate::{
+    TestNamespace,
+    soak_tally::{Tally, Ticks, pick},
+};
 
 /// How many ReplicaSets the soak drives, and their largest random size (the figures).
 pub const REPLICASETS: usize = 8;
@@ -235,25 +234,13 @@ where
     }
 }
 
-/// How often each kind of operation was applied, and skipped (nothing to act on; the object went away
-/// or changed under it, 404/409, as expected with a controller acting at the same time; or the API
-/// server was busy).
-#[derive(Debug, Default, Clone, Copy)]
-struct Counts {
-    applied: u32,
-    skipped: u32,
-}
-
 /// The soak's state: the namespace, the seeded RNG and what it did so far.
 #[derive(Debug)]
 pub struct Soak {
     ns: TestNamespace,
     rng: StdRng,
     pub seed: u64,
-    counts: BTreeMap<Op, Counts>,
-    /// Operations the API server refused with another 4xx: the operation is broken. Reported at the
-    /// end. (5xx, 429 and transport errors count as skipped: an overloaded plane, not a test bug.)
-    pub errors: Vec<String>,
+    pub tally: Tally,
     revision: u64,
 }
 
@@ -263,8 +250,7 @@ impl Soak {
             ns,
             rng: StdRng::seed_from_u64(seed),
             seed,
-            counts: BTreeMap::new(),
-            errors: Vec::new(),
+            tally: Tally::default(),
             revision: 0,
         }
     }
@@ -293,27 +279,12 @@ impl Soak {
 
     /// Applies a random operation every [`OP_INTERVAL`] for `duration`.
     pub async fn run(&mut self, duration: Duration) {
-        let mut tick = tokio::time::interval(OP_INTERVAL);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let end = Instant::now() + duration;
-        while Instant::now() < end {
-            tick.tick().await;
-            let op = WEIGHTS
-                .choose_weighted(&mut self.rng, |w| w.1)
-                .expect("weights")
-                .0;
+        let mut ticks = Ticks::new(duration);
+        while ticks.next().await {
+            let op = pick(&mut self.rng, WEIGHTS);
             let i = self.rng.random_range(0..REPLICASETS);
-            match self.apply(op, i).await {
-                Ok(true) => self.counts.entry(op).or_default().applied += 1,
-                Ok(false) => self.counts.entry(op).or_default().skipped += 1,
-                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {
-                    self.counts.entry(op).or_default().skipped += 1;
-                }
-                Err(kube::Error::Api(s)) if (400..500).contains(&s.code) && s.code != 429 => {
-                    self.errors.push(format!("{op:?} on {}: {s}", rs_name(i)));
-                }
-                Err(_) => self.counts.entry(op).or_default().skipped += 1,
-            }
+            let result = self.apply(op, i).await;
+            self.tally.record(op, &rs_name(i), result);
         }
     }
 
@@ -370,25 +341,37 @@ impl Soak {
 
     /// Operations by kind: applied and skipped.
     pub fn summary(&self) -> String {
-        let kinds: Vec<String> = self
-            .counts
-            .iter()
-            .map(|(op, c)| format!("{op:?} {} (+{} skipped)", c.applied, c.skipped))
-            .collect();
-        let total: u32 = self.counts.values().map(|c| c.applied).sum();
-        format!(
-            "seed {}: {total} operations applied: {}",
-            self.seed,
-            kinds.join(", ")
-        )
+        self.tally.summary(self.seed)
     }
 }
 
-async fn merge<K>(api: &Api<K>, name: &str, patch: &Value) -> Result<(), kube::Error>
+pub(crate) async fn merge<K>(api: &Api<K>, name: &str, patch: &Value) -> Result<(), kube::Error>
 where
     K: Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
 {
     api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
         .await
         .map(drop)
+}
+
+/// What a soak reports besides convergence: API errors its operations met, panics in kcm-rs's log,
+/// and kcm-rs gone or unhealthy.
+pub fn failures(kcm: &mut crate::KcmRs, errors: &[String]) -> Vec<String> {
+    let mut failures = Vec::new();
+    if !errors.is_empty() {
+        failures.push(format!("unexpected API errors: {errors:#?}"));
+    }
+    let panics = panics(kcm);
+    if !panics.is_empty() {
+        failures.push(format!("kcm-rs logged {} panic lines: {panics:#?}", panics.len()));
+    }
+    if kcm.is_running() {
+        let (code, body) = kcm.http_get("/healthz");
+        if code != 200 {
+            failures.push(format!("kcm-rs /healthz answers {code}: {body}"));
+        }
+    } else {
+        failures.push(format!("kcm-rs exited; its log ends:\n{}", kcm.log_tail()));
+    }
+    failures
 }

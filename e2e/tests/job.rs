@@ -4,14 +4,21 @@
 //! Restarts kube-controller-manager (mode switches), so the test is named disruptive_* and runs in
 //! the last, serial phase of `make e2e`. `KCM_RS_SCENARIOS=a,b` runs only the scenarios named.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
+
+use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
 
 use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     differential::{Outcome, run_differential, selected},
-    job_scenarios::{crash, scenarios},
-    with_namespace,
+    job_scenarios::{crash, job_manifest, scenarios},
+    wait_for, with_namespace,
 };
+
+/// The Job controller's tracking finalizer.
+const TRACKING: &str = "batch.kubernetes.io/job-tracking";
 use parking_lot::Mutex;
 
 #[tokio::test]
@@ -59,4 +66,106 @@ async fn disruptive_job_killed_between_tracking_writes_converges() {
     })
     .await;
     assert_eq!(ours.lock().take(), reference.lock().take());
+}
+
+/// A running pod relabelled out of its Job's selector, then the Job deleted in the foreground before
+/// its next sync. Upstream 1.36 neither releases the pod (its Job is being deleted) nor unfinalizes
+/// it (no longer selected): the Job waits for the pod and the pod for its finalizer, for good. kcm-rs
+/// removes the finalizer and the deletion completes: a deliberate difference (`job` crate docs),
+/// found by the Job soak.
+#[tokio::test]
+async fn disruptive_job_deleted_in_the_foreground_with_a_stray_pod() {
+    let cluster = Cluster::connect().await;
+    {
+        let _mode = ModeGuard::enter(&cluster, Mode::Reference);
+        with_namespace(cluster.clone(), "job-stray-upstream", |ns| async move {
+            stray_then_delete(&ns).await;
+            tokio::time::sleep(Duration::from_secs(15)).await;
+            let pod = only_pod(&ns).await;
+            assert!(
+                pod.metadata.finalizers.iter().flatten().any(|f| f == TRACKING),
+                "upstream left the finalizer (if this fails, upstream fixed it: drop the difference)"
+            );
+            // Let the namespace go.
+            let patch = json!({"metadata": {"finalizers": null}});
+            let name = pod.metadata.name.clone().unwrap();
+            ns.api::<Pod>()
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .unwrap();
+        })
+        .await;
+    }
+    let _mode = ModeGuard::enter(&cluster, Mode::Replace);
+    let kcm_rs = KcmRs::start(&cluster, "job-stray", &["--controllers=job-controller"]).await;
+    with_namespace(cluster.clone(), "job-stray-kcm-rs", |ns| async move {
+        stray_then_delete(&ns).await;
+        wait_for("the Job and its pod gone", Duration::from_secs(60), || async {
+            let jobs = ns
+                .api::<Job>()
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let pods = ns
+                .api::<Pod>()
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            if jobs.items.is_empty() && pods.items.is_empty() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{} Jobs, pods: {:?}",
+                    jobs.items.len(),
+                    pods.items
+                        .iter()
+                        .map(|p| (&p.metadata.name, &p.metadata.finalizers))
+                        .collect::<Vec<_>>()
+                ))
+            }
+        })
+        .await;
+    })
+    .await;
+    assert!(kcm_rs.stop().success());
+}
+
+async fn stray_then_delete(ns: &kcm_rs_e2e::TestNamespace) {
+    let job = job_manifest(
+        "stray",
+        &["sleep", "1000000"],
+        json!({"parallelism": 1, "completions": 1}),
+    );
+    ns.api::<Job>()
+        .create(&PostParams::default(), &job)
+        .await
+        .unwrap();
+    let pod = wait_for("the pod running", Duration::from_secs(60), || async {
+        let pods = ns
+            .api::<Pod>()
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        pods.items
+            .into_iter()
+            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .ok_or_else(|| "not yet".to_owned())
+    })
+    .await;
+    let relabel = json!({"metadata": {"labels": {"batch.kubernetes.io/controller-uid": "released"}}});
+    let name = pod.metadata.name.clone().unwrap();
+    ns.api::<Pod>()
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&relabel))
+        .await
+        .unwrap();
+    ns.api::<Job>()
+        .delete("stray", &DeleteParams::foreground())
+        .await
+        .unwrap();
+}
+
+async fn only_pod(ns: &kcm_rs_e2e::TestNamespace) -> Pod {
+    let mut pods = ns.api::<Pod>().list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(pods.len(), 1, "one pod");
+    pods.remove(0)
 }

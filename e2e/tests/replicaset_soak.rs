@@ -180,24 +180,9 @@ async fn disruptive_randomized_soak() {
             Err(e) => println!("did not converge: {e}"),
         }
 
-        let mut failures = Vec::new();
-        if !soak.errors.is_empty() {
-            failures.push(format!("unexpected API errors: {:#?}", soak.errors));
-        }
+        let mut failures = soak::failures(kcm_mut, &soak.tally.errors);
         if let Err(e) = converged {
             failures.push(format!("not converged {e}"));
-        }
-        let panics = soak::panics(kcm_mut);
-        if !panics.is_empty() {
-            failures.push(format!("kcm-rs logged {} panic lines: {panics:#?}", panics.len()));
-        }
-        if kcm_mut.is_running() {
-            let (code, body) = kcm_mut.http_get("/healthz");
-            if code != 200 {
-                failures.push(format!("kcm-rs /healthz answers {code}: {body}"));
-            }
-        } else {
-            failures.push(format!("kcm-rs exited; its log ends:\n{}", kcm_mut.log_tail()));
         }
         assert!(
             failures.is_empty(),

@@ -32,6 +32,8 @@
 //! | sort orders are total (derived-`Ord` keys) and agree with upstream's | `replica_sets::tests::orders_are_total`, `replica_sets::tests::size_orders_agree_with_upstream` |
 //! | a plan over its own result asks for nothing more | `plan::tests::an_up_to_date_deployment_plans_nothing` |
 //! | informer handlers: Deployment events; ReplicaSets to their owner or, orphans, to every matching Deployment; pod deletes for Recreate | `handlers::tests` |
+//! | shadow mode: a plan that would write, or a status that differs, one line per field; `--shadow-perturb=ignore-paused` (`DeploymentOptions::ignore_paused`) is reported on the right object | e2e `shadow` (the Deployment scenarios beside upstream's controller: no divergence) |
+//! | random operations (scaling, image and strategy changes, pause, minReadySeconds, pods and ReplicaSets deleted, ReplicaSets orphaned): every Deployment fully rolled out to one ReplicaSet at the end, no panic | e2e `deployment_soak` |
 //! | informer resync (KCM `--min-resync-period`, `DeploymentOptions::resync_period`): a resynced Deployment is synced again, a resynced ReplicaSet is not | `handlers::tests::a_deployment_resync_enqueues_it`, `handlers::tests::replica_sets_wake_their_owner_and_orphans_every_matching_deployment` |
 //!
 //! Where kcm-rs differs on purpose:

@@ -111,6 +111,7 @@ impl Handlers {
             }
             return;
         };
+        self.enqueue_if_stray(&job, pod);
         let key = ObjectKey::of(&*job);
         self.expectations
             .deletion_observed(key.as_str(), ObjectKey::of(pod).as_str());
@@ -119,6 +120,14 @@ impl Handlers {
                 .removal_observed(key.as_str(), pod.metadata.uid.as_deref().unwrap_or(""));
         }
         self.enqueue_batched(&job);
+    }
+
+    /// A pod its deleting Job no longer selects goes to the orphan worker, the only one that will
+    /// remove its finalizer (`orphans::stray_of_deleting_job`).
+    fn enqueue_if_stray(&self, job: &Job, pod: &Pod) {
+        if has_tracking_finalizer(&pod.metadata) && crate::orphans::stray_of_deleting_job(job, pod) {
+            self.enqueue_orphan(pod);
+        }
     }
 
     /// `terminated_pods_tracking_finalizer_total`: a finished pod gained or lost the finalizer.
@@ -238,6 +247,7 @@ impl EventHandler<Pod> for PodHandler {
         }
         if let Some(r) = cur_ref {
             if let Some(job) = h.resolve(cur.metadata.namespace.as_deref(), r) {
+                h.enqueue_if_stray(&job, cur);
                 if finalizer_removed {
                     h.finalizers.removal_observed(ObjectKey::of(&*job).as_str(), uid);
                 }

@@ -277,3 +277,25 @@ async fn a_job_resync_syncs_it_batched() {
     after_batch().await;
     assert_eq!(drain(&h.queue), [KEY]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_its_deleting_job_no_longer_selects_goes_to_the_orphan_queue() {
+    let mut deleting = job(1, Some(1));
+    deleting.metadata.deletion_timestamp = Some(Time(ts(5)));
+    let (h, _) = handlers(vec![deleting]);
+    let old = pod("p").node("n").running().build();
+    let mut relabelled = bumped(&old);
+    relabelled.metadata.labels = Some(BTreeMap::from([("app".to_owned(), "released".to_owned())]));
+    PodHandler(h.clone()).on_update(&old, &Arc::new(relabelled.clone()));
+    assert_eq!(drain(&h.orphan_queue), ["pod ns/p"]);
+    // The garbage collector's delete of it goes there too; a pod still selected does not.
+    relabelled.metadata.deletion_timestamp = Some(Time(ts(6)));
+    let mut dying = relabelled.clone();
+    dying.metadata.resource_version = Some("3".into());
+    let dying = Arc::new(dying);
+    PodHandler(h.clone()).on_update(&Arc::new(relabelled), &dying);
+    assert_eq!(drain(&h.orphan_queue), ["pod ns/p"]);
+    let selected = pod("q").node("n").running().build();
+    PodHandler(h.clone()).on_update(&selected, &Arc::new(bumped(&selected)));
+    assert!(drain(&h.orphan_queue).is_empty());
+}

@@ -50,9 +50,15 @@
 //! | finalizer expectations (`uidTrackingExpectations`) | `finalizer_expectations::tests` |
 //! | shadow mode: a plan that would write, or a status that differs, is one line per field; an empty deletion (a suspended Job with nothing running) is none | `shadow::tests`; e2e `shadow` (the Job scenarios beside upstream's controller, no divergence; `--shadow-perturb=ignore-suspend` reported on `status.active`) |
 //! | shadow mode plans with the re-creation backoff upstream holds, rebuilt from the finished pods it watched upstream count (also those gone with their finalizer), so upstream waiting out a backoff is no divergence | `observed_finishes::tests` |
+//! | orphan cleanup also takes a pod its deleting Job controls but no longer selects (see below) | `orphans::tests::a_pod_its_deleting_job_no_longer_selects_loses_the_finalizer`, `handlers::tests::a_pod_its_deleting_job_no_longer_selects_goes_to_the_orphan_queue`; e2e `job::disruptive_job_deleted_in_the_foreground_with_a_stray_pod` (upstream stuck, kcm-rs done) |
+//! | random operations (Jobs of random shapes created, rescaled, suspended, resumed and deleted with every propagation; pods deleted, orphaned, relabelled): every Job finishes counted exactly, no pod keeps the finalizer, no panic | e2e `job_soak` |
 //! | the process killed at each crash point of the tracking protocol, then started afresh: each pod counted once, no finalizer left, upstream's outcome | e2e `job::disruptive_job_killed_between_tracking_writes_converges` (`failpoints`) |
 //!
 //! Where kcm-rs differs on purpose:
+//! * a pod relabelled out of its Job's selector while the Job is being deleted loses the tracking
+//!   finalizer (the orphan worker removes it, the owner reference stays). Upstream 1.36 neither
+//!   releases it nor unfinalizes it, and a foreground deletion then never completes
+//!   (`orphans::stray_of_deleting_job`; the e2e test shows both).
 //! * pods equal in every tier of the deletion order are deleted by UID, then name; upstream leaves
 //!   them to an unstable sort (`active_pods` docs).
 //! * an event reason outside the controller's known set is recorded as `JobFailed`: the event

@@ -98,7 +98,8 @@ impl<P: PodControl> OrphanCleaner<'_, P> {
     }
 
     /// Whether `pod`'s finalizer must go: it has one, and no live, unfinished Job of ours controls
-    /// it (upstream `handleSingleOrphanPod`).
+    /// it (upstream `handleSingleOrphanPod`), or the Job controlling it is being deleted and no longer
+    /// selects it ([`stray_of_deleting_job`]).
     pub fn must_clean(&self, pod: &Pod) -> bool {
         if !has_tracking_finalizer(&pod.metadata) {
             return false;
@@ -115,7 +116,7 @@ impl<P: PodControl> OrphanCleaner<'_, P> {
             .filter(|j| j.metadata.uid.as_deref() == Some(r.uid.as_str()));
         match job {
             Some(j) if managed_by_external(&j).is_some() => false,
-            Some(j) => is_finished(&j),
+            Some(j) => is_finished(&j) || stray_of_deleting_job(&j, pod),
             None => true,
         }
     }
@@ -137,3 +138,16 @@ impl<P: PodControl> OrphanCleaner<'_, P> {
 #[cfg(test)]
 #[path = "orphans_tests.rs"]
 mod tests;
+
+/// A pod `job` controls but no longer selects (its labels changed) while `job` is being deleted.
+///
+/// Upstream neither releases such a pod (a Job being deleted adopts and releases nothing) nor counts
+/// it (it is not the Job's by selector), so nothing removes its finalizer: under foreground deletion
+/// the Job then waits for the pod and the pod for its finalizer, for good (seen under upstream 1.36's
+/// controller: a pod relabelled, then its Job deleted in the foreground within the 1 s batch). kcm-rs
+/// removes the finalizer here, keeping the owner reference, so the garbage collector finishes the
+/// deletion the user asked for. A deliberate difference (crate docs).
+pub fn stray_of_deleting_job(job: &Job, pod: &Pod) -> bool {
+    controller::pod_util::is_deleting(&job.metadata)
+        && crate::claim::selector(job).is_ok_and(|m| !m.matches_labels(pod.metadata.labels.as_ref()))
+}

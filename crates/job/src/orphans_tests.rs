@@ -189,3 +189,32 @@ fn an_invalid_selector_has_no_sweep_key() {
     sel.match_labels = Some([("bad key!".to_owned(), "v".to_owned())].into());
     assert!(OrphanKey::selector_of(&j).is_err());
 }
+
+/// Upstream leaves this pod's finalizer for good (the Job, deleted in the foreground, waits for the
+/// pod; the pod for its finalizer): kcm-rs removes it, a deliberate difference.
+#[tokio::test]
+async fn a_pod_its_deleting_job_no_longer_selects_loses_the_finalizer() {
+    let mut deleting = job(1, Some(1));
+    deleting.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ts(5)));
+    let relabelled = (*pod("p").running().annotation("x", "y").build()).clone();
+    let mut relabelled = relabelled;
+    relabelled
+        .metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .insert("app".into(), "released".into());
+    let still_selected = (*pod("q").running().build()).clone();
+    let w = World::new(vec![deleting.clone()], vec![relabelled.clone(), still_selected]);
+    w.cleaner().sync(&key("p")).await.unwrap();
+    w.cleaner().sync(&key("q")).await.unwrap();
+    assert_eq!(
+        w.patched(),
+        ["patch p"],
+        "the selected pod is the Job sync's to unfinalize"
+    );
+    // While the Job lives, its sync releases the pod instead.
+    let live = World::new(vec![job(1, Some(1))], vec![relabelled]);
+    live.cleaner().sync(&key("p")).await.unwrap();
+    assert!(live.patched().is_empty());
+}
