@@ -61,15 +61,15 @@ async fn assert_no_divergence(cluster: &Cluster, shadow: &KcmRs, scenarios: Vec<
     );
 }
 
-/// A kcm-rs made wrong on purpose (`--shadow-perturb=<perturbation>`) reports `line` for the object
-/// `name` that `create` makes, counts it under `controller`, and logs the object's key.
+/// A kcm-rs made wrong on purpose (`--shadow-perturb=<perturbation>`) reports each of `lines` for the
+/// object `name` that `create` makes, counts it under `controller`, and logs the object's key.
 async fn assert_perturbation_reported<F, Fut>(
     cluster: &Cluster,
     kubeconfig: PathBuf,
     controller: &str,
     perturbation: &str,
     (name, create): (&str, F),
-    line: &str,
+    lines: &[&str],
 ) where
     F: FnOnce(TestNamespace) -> Fut,
     Fut: Future<Output = ()>,
@@ -97,7 +97,9 @@ async fn assert_perturbation_reported<F, Fut>(
                 },
             )
             .await;
-            assert!(body.contains(line), "field-level diff {line:?}: {body}");
+            for line in lines {
+                assert!(body.contains(line), "field-level diff {line:?}: {body}");
+            }
             let (_, metrics) = perturbed.http_get("/metrics");
             let counted = format!("kcm_rs_shadow_divergences_total{{controller=\"{controller}\"}} 1");
             assert!(
@@ -135,7 +137,7 @@ async fn disruptive_shadow_mode_agrees_with_upstream_and_reports_a_perturbation(
         "replicaset-controller",
         "ignore-min-ready-seconds",
         ("slow", create),
-        "status.availableReplicas: upstream 0, kcm-rs 2",
+        &["status.availableReplicas: upstream 0, kcm-rs 2"],
     )
     .await;
 }
@@ -171,7 +173,10 @@ async fn disruptive_shadow_deployment_and_job_controllers_agree_with_upstream() 
         "deployment-controller",
         "ignore-paused",
         ("web", paused),
-        "replicasets: kcm-rs would create one with 2 replicas",
+        &[
+            "replicasets: kcm-rs would create one with 2 replicas",
+            "status.conditions: upstream Available=False (MinimumReplicasUnavailable), Progressing=Unknown (DeploymentPaused), kcm-rs ",
+        ],
     )
     .await;
 
@@ -190,7 +195,10 @@ async fn disruptive_shadow_deployment_and_job_controllers_agree_with_upstream() 
         "job-controller",
         "ignore-suspend",
         ("batch", suspended),
-        "status.active: upstream 0, kcm-rs 2",
+        &[
+            "pods: kcm-rs would create 2",
+            "status.active: upstream 0, kcm-rs 2",
+        ],
     )
     .await;
 }

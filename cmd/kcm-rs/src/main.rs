@@ -175,6 +175,11 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // KCM draws the factory's resync period once, between 1x and 2x --min-resync-period.
     let resync_period = flags::resync_period(args.min_resync_period, rand::rng().random::<f64>());
     let mut running = Vec::new();
+    let start = Starter {
+        health: &health,
+        cancel: &controllers_cancel,
+        shadow: shadow.as_ref(),
+    };
     if enabled.contains(&"replicaset-controller") {
         let client = clients.client_for("replicaset-controller")?;
         let options = ReplicaSetOptions {
@@ -185,24 +190,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             resync_period,
             ..ReplicaSetOptions::default()
         };
-        running.push(match &shadow {
-            Some(state) => spawn_controller(
-                &health,
-                Arc::new(ReplicaSetController::shadow(
-                    &factory,
-                    client,
-                    state.clone(),
-                    options,
-                    &metrics,
-                )),
-                &controllers_cancel,
-            ),
-            None => spawn_controller(
-                &health,
-                Arc::new(ReplicaSetController::new(&factory, client, options, &metrics)),
-                &controllers_cancel,
-            ),
-        });
+        running.push(start.run(
+            |s| ReplicaSetController::shadow(&factory, client.clone(), s, options.clone(), &metrics),
+            || ReplicaSetController::new(&factory, client.clone(), options.clone(), &metrics),
+        ));
         tracing::info!(shadow = args.shadow, "started replicaset-controller");
     }
     if enabled.contains(&"deployment-controller") {
@@ -213,24 +204,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             resync_period,
             ignore_paused: args.shadow_perturb == Some(ShadowPerturbation::IgnorePaused),
         };
-        running.push(match &shadow {
-            Some(state) => spawn_controller(
-                &health,
-                Arc::new(DeploymentController::shadow(
-                    &factory,
-                    client,
-                    state.clone(),
-                    options,
-                    &metrics,
-                )),
-                &controllers_cancel,
-            ),
-            None => spawn_controller(
-                &health,
-                Arc::new(DeploymentController::new(&factory, client, options, &metrics)),
-                &controllers_cancel,
-            ),
-        });
+        running.push(start.run(
+            |s| DeploymentController::shadow(&factory, client.clone(), s, options.clone(), &metrics),
+            || DeploymentController::new(&factory, client.clone(), options.clone(), &metrics),
+        ));
         tracing::info!(shadow = args.shadow, "started deployment-controller");
     }
     if enabled.contains(&"job-controller") {
@@ -245,30 +222,18 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             resync_period,
             ignore_suspend: args.shadow_perturb == Some(ShadowPerturbation::IgnoreSuspend),
         };
-        running.push(match &shadow {
-            Some(state) => spawn_controller(
-                &health,
-                Arc::new(JobController::shadow(
+        running.push(start.run(
+            |s| JobController::shadow(&factory, client.clone(), s, options.clone(), &metrics),
+            || {
+                JobController::new(
                     &factory,
-                    client,
-                    state.clone(),
-                    options,
-                    &metrics,
-                )),
-                &controllers_cancel,
-            ),
-            None => spawn_controller(
-                &health,
-                Arc::new(JobController::new(
-                    &factory,
-                    client,
-                    options,
+                    client.clone(),
+                    options.clone(),
                     &metrics,
                     metrics.job_metrics(),
-                )),
-                &controllers_cancel,
-            ),
-        });
+                )
+            },
+        ));
         tracing::info!(shadow = args.shadow, "started job-controller");
     }
     if running.is_empty() {
@@ -348,6 +313,26 @@ impl<P: controller::PodControl> Runnable for JobController<P> {
 }
 
 /// Adds the controller's health check and starts its workers.
+/// Starts each controller live, or read-only in shadow mode, the same way.
+struct Starter<'a> {
+    health: &'a Health,
+    cancel: &'a CancellationToken,
+    shadow: Option<&'a Arc<ShadowState>>,
+}
+
+impl Starter<'_> {
+    fn run<S: Runnable, L: Runnable>(
+        &self,
+        shadowed: impl FnOnce(Arc<ShadowState>) -> S,
+        live: impl FnOnce() -> L,
+    ) -> tokio::task::JoinHandle<()> {
+        match self.shadow {
+            Some(state) => spawn_controller(self.health, Arc::new(shadowed(state.clone())), self.cancel),
+            None => spawn_controller(self.health, Arc::new(live()), self.cancel),
+        }
+    }
+}
+
 fn spawn_controller<C: Runnable>(
     health: &Health,
     c: Arc<C>,
