@@ -9,6 +9,7 @@
 //! controller asks for them only under Recreate, so a RollingUpdate sync does not pay for them,
 //! unlike upstream, which lists them on every sync).
 
+use controller::compact_pod::Pod;
 use std::{collections::HashMap, hint::black_box, sync::Arc};
 
 use controller::testing::pod;
@@ -17,7 +18,7 @@ use deployment::{Decision, SyncInput, hash::compute_hash, plan_sync};
 use k8s_openapi::{
     api::{
         apps::v1::{Deployment, ReplicaSet},
-        core::v1::{Pod, PodTemplateSpec},
+        core::v1::PodTemplateSpec,
     },
     jiff::Timestamp,
 };

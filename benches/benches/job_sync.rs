@@ -8,6 +8,7 @@
 //! other index above the pods' (5,000 to 10,000 intervals to parse, merge and format: the index
 //! strings of 10,000 completions).
 
+use controller::compact_pod::{ContainerState, ContainerStateTerminated, ContainerStatus, Pod};
 use std::{collections::BTreeMap, hint::black_box, sync::Arc};
 
 use controller::testing::pod;
@@ -19,7 +20,7 @@ use k8s_openapi::{
             Job, JobSpec, JobStatus, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
             PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
         },
-        core::v1::{ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodTemplateSpec},
+        core::v1::PodTemplateSpec,
     },
     apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference, Time},
     jiff::Timestamp,
@@ -145,9 +146,7 @@ fn pods(n: usize, indexed: bool) -> Vec<Arc<Pod>> {
                         terminated: Some(ContainerStateTerminated {
                             exit_code: code,
                             finished_at: Some(Time(finished)),
-                            ..ContainerStateTerminated::default()
                         }),
-                        ..ContainerState::default()
                     }),
                     ..ContainerStatus::default()
                 }]);

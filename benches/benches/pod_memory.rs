@@ -6,6 +6,7 @@
 //! controller-UID indexes that controllers use. Each pod is decoded from its own JSON so that no
 //! allocation is shared between pods, as in a real cache.
 
+use controller::CompactPod;
 use informer::{
     ObjectKey, Store,
     store::{CONTROLLER_UID_INDEX, NAMESPACE_INDEX, controller_uid_index, namespace_index},
@@ -18,16 +19,19 @@ static ALLOC: dhat::Alloc = dhat::Alloc;
 
 const PODS: usize = 10_000;
 
-fn cached_bytes(transform: fn(&mut Pod)) -> usize {
+fn cached_bytes<K>(transform: fn(&mut K)) -> usize
+where
+    K: kube::Resource + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
     let json: Vec<String> = (0..PODS)
         .map(|i| pod_json(i, 10, PODS / 10).to_string())
         .collect();
     let before = dhat::HeapStats::get().curr_bytes;
-    let store: Store<Pod> = Store::new();
+    let store: Store<K> = Store::new();
     store.add_index(NAMESPACE_INDEX, namespace_index());
     store.add_index(CONTROLLER_UID_INDEX, controller_uid_index());
     for j in &json {
-        let mut pod: Pod = serde_json::from_str(j).expect("fixture is a Pod");
+        let mut pod: K = serde_json::from_str(j).expect("fixture is a Pod");
         transform(&mut pod);
         store.upsert(ObjectKey::of(&pod), pod.into());
     }
@@ -36,13 +40,31 @@ fn cached_bytes(transform: fn(&mut Pod)) -> usize {
     (after - before) / PODS
 }
 
+/// The same pods decoded and held in a plain vector: the pod objects alone, without store keys and
+/// index entries.
+fn object_bytes<K: serde::de::DeserializeOwned>() -> usize {
+    let json: Vec<String> = (0..PODS)
+        .map(|i| pod_json(i, 10, PODS / 10).to_string())
+        .collect();
+    let before = dhat::HeapStats::get().curr_bytes;
+    let pods: Vec<std::sync::Arc<K>> = json
+        .iter()
+        .map(|j| std::sync::Arc::new(serde_json::from_str(j).expect("fixture is a Pod")))
+        .collect();
+    let after = dhat::HeapStats::get().curr_bytes;
+    drop(pods);
+    (after - before - PODS * std::mem::size_of::<usize>()) / PODS
+}
+
 fn main() {
     let _profiler = dhat::Profiler::builder().testing().build();
-    let full = cached_bytes(|_| {});
-    let stripped = cached_bytes(|p| {
+    let full = cached_bytes::<Pod>(|_| {});
+    let stripped = cached_bytes::<Pod>(|p| {
         p.metadata.managed_fields = None;
     });
     let slim = cached_bytes(informer::transform::slim_pod);
+    let compact = cached_bytes::<CompactPod>(|_| {});
+    let compact_alone = object_bytes::<CompactPod>();
     println!("pod_memory: {PODS} cached pods (recorded fixture, with namespace and controller-uid indexes)");
     println!(
         "pod_memory: with managedFields:    {full} bytes/pod ({:.2} KiB)",
@@ -55,5 +77,13 @@ fn main() {
     println!(
         "pod_memory: slim_pod (controllers' view): {slim} bytes/pod ({:.2} KiB)",
         slim as f64 / 1024.0
+    );
+    println!(
+        "pod_memory: CompactPod (decoded projection): {compact} bytes/pod ({:.2} KiB)",
+        compact as f64 / 1024.0
+    );
+    println!(
+        "pod_memory: CompactPod object alone (no store key or index entries): {compact_alone} bytes/pod, struct {} bytes",
+        std::mem::size_of::<CompactPod>()
     );
 }

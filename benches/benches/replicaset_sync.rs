@@ -2,6 +2,7 @@
 //! 10 to 5,000 pods, at steady state, scaling up (half the pods missing) and scaling down (twice too
 //! many, with the deletion ranking over all of them).
 
+use controller::compact_pod::Pod;
 use std::{collections::BTreeMap, hint::black_box, sync::Arc};
 
 use controller::testing::pod;
@@ -9,7 +10,7 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use k8s_openapi::{
     api::{
         apps::v1::{ReplicaSet, ReplicaSetSpec},
-        core::v1::{Pod, PodTemplateSpec},
+        core::v1::PodTemplateSpec,
     },
     apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta},
     jiff::Timestamp,

@@ -1,5 +1,6 @@
 //! Store writes and index lookups at 10k and 100k cached pods.
 
+use controller::compact_pod::Pod;
 use std::{hint::black_box, sync::Arc};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -7,7 +8,7 @@ use informer::{
     LabelMatcher, Lister, ObjectKey, Store,
     store::{CONTROLLER_UID_INDEX, NAMESPACE_INDEX, controller_uid_index, namespace_index},
 };
-use k8s_openapi::api::core::v1::Pod;
+
 use kcm_rs_benches::pods;
 
 /// 100 namespaces; ReplicaSets of 10 pods each.

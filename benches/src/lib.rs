@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use controller::CompactPod;
 use serde_json::Value;
 
 /// A pod as kube-controller-manager's ReplicaSet controller created it and KWOK ran it, recorded from
@@ -23,9 +23,10 @@ pub fn pod_json(i: usize, namespaces: usize, owners: usize) -> Value {
     v
 }
 
-/// `n` distinct pods: the fixture decoded once, cloned, with the fields of [`pod_json`] changed.
-pub fn pods(n: usize, namespaces: usize, owners: usize) -> Vec<Arc<Pod>> {
-    let base: Pod = serde_json::from_str(POD_JSON).expect("fixture is a Pod");
+/// `n` distinct pods as the controllers' informer caches them: the fixture decoded once, cloned, with
+/// the fields of [`pod_json`] changed.
+pub fn pods(n: usize, namespaces: usize, owners: usize) -> Vec<Arc<CompactPod>> {
+    let base: CompactPod = serde_json::from_str(POD_JSON).expect("fixture is a Pod");
     (0..n)
         .map(|i| {
             let mut p = base.clone();

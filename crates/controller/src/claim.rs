@@ -1,8 +1,7 @@
 //! Carrying out adoption and release decisions (upstream `ClaimPods`' side effects).
 
+use crate::compact_pod::Pod;
 use std::{future::Future, sync::Arc};
-
-use k8s_openapi::api::core::v1::Pod;
 
 use crate::{
     errors::ControlError,

@@ -1,9 +1,9 @@
 //! The pod index controllers list their candidates from.
 
+use crate::compact_pod::Pod;
 use std::sync::Arc;
 
 use informer::store::IndexFn;
-use k8s_openapi::api::core::v1::Pod;
 
 use crate::pod_util::controller_of;
 

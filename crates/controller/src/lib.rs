@@ -7,6 +7,7 @@
 
 pub mod claim;
 pub mod clock;
+pub mod compact_pod;
 pub mod consistency;
 pub mod errors;
 pub mod event_correlator;
@@ -26,6 +27,7 @@ pub mod testing;
 pub mod worker;
 
 pub use clock::{Clock, SystemClock};
+pub use compact_pod::Pod as CompactPod;
 pub use errors::ControlError;
 pub use events::EventRecorder;
 pub use expectations::Expectations;

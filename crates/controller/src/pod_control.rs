@@ -12,6 +12,7 @@ use kube::{
 };
 
 use crate::{
+    CompactPod,
     errors::{ControlError, message_of},
     events::{EventRecorder, TYPE_NORMAL, TYPE_WARNING},
     ref_manager::Owner,
@@ -44,7 +45,11 @@ pub trait PodControl: Send + Sync + 'static {
     }
     /// Deletes the pod named as `pod` is, with no UID precondition: upstream's `DeletePod` sends
     /// empty DeleteOptions, so a pod recreated under the same name is deleted, not a FailedDelete.
-    fn delete_pod(&self, owner: &Owner, pod: &Pod) -> impl Future<Output = Result<(), ControlError>> + Send;
+    fn delete_pod(
+        &self,
+        owner: &Owner,
+        pod: &CompactPod,
+    ) -> impl Future<Output = Result<(), ControlError>> + Send;
     /// Applies a strategic-merge patch to a pod (adoption, release).
     fn patch_pod(
         &self,
@@ -176,7 +181,7 @@ impl PodControl for KubePodControl {
         pod.metadata.generate_name = Some(generate_name.to_owned());
         self.create(owner, pod).await
     }
-    async fn delete_pod(&self, owner: &Owner, pod: &Pod) -> Result<(), ControlError> {
+    async fn delete_pod(&self, owner: &Owner, pod: &CompactPod) -> Result<(), ControlError> {
         let name = pod.metadata.name.clone().unwrap_or_default();
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &owner.namespace);
         match api.delete(&name, &DeleteParams::default()).await {
@@ -241,7 +246,7 @@ impl PodControl for NoWrites {
             message: "read-only".into(),
         })
     }
-    async fn delete_pod(&self, owner: &Owner, _: &Pod) -> Result<(), ControlError> {
+    async fn delete_pod(&self, owner: &Owner, _: &CompactPod) -> Result<(), ControlError> {
         Err(ControlError::Refused {
             what: format!("deleting a pod of {}", owner.key()),
             message: "read-only".into(),

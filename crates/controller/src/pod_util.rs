@@ -1,9 +1,9 @@
 //! Pod predicates shared by the controllers (upstream `pkg/api/v1/pod` and `controller_utils.go`).
 
+use crate::compact_pod::{Pod, PodCondition};
 use std::time::Duration;
 
 use k8s_openapi::{
-    api::core::v1::{Pod, PodCondition},
     apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference},
     jiff::Timestamp,
 };
@@ -151,6 +151,14 @@ mod tests {
 
     fn ts(secs: i64) -> Timestamp {
         Timestamp::from_second(secs).unwrap()
+    }
+
+    /// The deletion ranking reads this annotation from cached pods, so the projection must keep it.
+    #[test]
+    fn the_cached_pod_keeps_the_deletion_cost_annotation() {
+        assert!(crate::compact_pod::KEPT_ANNOTATIONS.contains(&POD_DELETION_COST_ANNOTATION));
+        let p = pod("a").annotation(POD_DELETION_COST_ANNOTATION, "-7").build();
+        assert_eq!(deletion_cost(&p), -7);
     }
 
     #[test]

@@ -23,9 +23,10 @@
 //! upstream's own order depends on how its sort happens to visit the pods. The last tie-break, for
 //! pods equal in every tier, is the UID (upstream leaves such ties to its unstable sort).
 
+use crate::compact_pod::Pod;
 use std::{cmp::Reverse, collections::HashMap, sync::Arc};
 
-use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
+use k8s_openapi::jiff::Timestamp;
 
 use crate::pod_util::{
     deletion_cost, is_active, is_ready, max_container_restarts, max_sidecar_restarts, phase, ready_since,

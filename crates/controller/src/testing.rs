@@ -133,7 +133,13 @@ impl PodBuilder {
         self.0.metadata.uid = Some(uid.into());
         self
     }
-    pub fn build(self) -> Pod {
+    /// The pod as the informer caches it (the projection of the full pod built here).
+    pub fn build(self) -> crate::CompactPod {
+        self.0.into()
+    }
+
+    /// The full pod, for tests of writes and of the projection itself.
+    pub fn build_full(self) -> Pod {
         self.0
     }
 

@@ -1,6 +1,7 @@
 //! Wiring: informers and handlers, the work queue, workers (upstream `DeploymentController.Run`,
 //! `syncDeployment`'s entry).
 
+use controller::compact_pod::Pod;
 use std::{future::Future, sync::Arc, time::Duration};
 
 use controller::{
@@ -15,10 +16,7 @@ use informer::{
     HandlerRegistration, HasSynced, InformerOptions, MetricsProvider, ObjectKey, SharedInformer,
     SharedInformerFactory, SyncMetrics, WorkQueue, store::IndexFn, wait_for_cache_sync,
 };
-use k8s_openapi::api::{
-    apps::v1::{Deployment, ReplicaSet},
-    core::v1::Pod,
-};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use kube::Client;
 use tokio_util::sync::CancellationToken;
 

@@ -2,15 +2,13 @@
 //! `updateDeployment`, `deleteDeployment`, `addReplicaSet`, `updateReplicaSet`, `deleteReplicaSet`,
 //! `deletePod`).
 
+use controller::compact_pod::Pod;
 use std::sync::Arc;
 
 use controller::pod_util::controller_of;
 use informer::{DeletedObject, EventHandler, LabelMatcher, Lister, ObjectKey, WorkQueue};
 use k8s_openapi::{
-    api::{
-        apps::v1::{Deployment, ReplicaSet},
-        core::v1::Pod,
-    },
+    api::apps::v1::{Deployment, ReplicaSet},
     apimachinery::pkg::apis::meta::v1::OwnerReference,
 };
 

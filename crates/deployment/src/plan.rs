@@ -8,15 +8,13 @@
 //! copy ([`Work`]) and the plan holds each object's final state: one write per object, the same end
 //! state, one sync sooner.
 
+use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
 use controller::{Claim, Owner, events::TYPE_WARNING, ref_manager::decide};
 use informer::{LabelMatcher, ObjectKey, SelectorError};
 use k8s_openapi::{
-    api::{
-        apps::v1::{Deployment, ReplicaSet},
-        core::v1::Pod,
-    },
+    api::apps::v1::{Deployment, ReplicaSet},
     jiff::Timestamp,
 };
 

@@ -1,6 +1,7 @@
 use std::sync::Arc;
 
-use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
+use controller::compact_pod::Pod;
+use k8s_openapi::api::apps::v1::ReplicaSet;
 
 use super::*;
 use crate::{conditions, fixtures::*, replica_sets as rsu, rollback as rb, work::REASON_SCALING};

@@ -1,8 +1,7 @@
 //! The Recreate strategy: every old pod gone before any new one starts (upstream `recreate.go`).
 
+use controller::compact_pod::Pod;
 use std::sync::Arc;
-
-use k8s_openapi::api::core::v1::Pod;
 
 use crate::{new_rs::SizeError, replica_sets as rsu, spec, status::deployment_complete, work::Work};
 

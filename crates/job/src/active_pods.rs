@@ -6,10 +6,10 @@
 //! tiers have no time buckets, so every pair it orders, this orders the same way; pods equal in every
 //! tier, which upstream leaves to its unstable sort, are ordered by UID and then name.
 
+use controller::compact_pod::Pod;
 use std::{cmp::Reverse, sync::Arc};
 
 use controller::pod_util::{is_ready, max_container_restarts, phase, ready_since};
-use k8s_openapi::api::core::v1::Pod;
 
 /// A time in a tier: absent (zero) first, then later first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -145,13 +145,12 @@ mod tests {
                 let mut p = (*b.build()).clone();
                 if ready {
                     p.status.as_mut().unwrap().conditions =
-                        Some(vec![k8s_openapi::api::core::v1::PodCondition {
+                        Some(vec![controller::compact_pod::PodCondition {
                             type_: "Ready".into(),
                             status: "True".into(),
                             last_transition_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
                                 crate::fixtures::ts(since),
                             )),
-                            ..Default::default()
                         }]);
                 }
                 Arc::new(p)

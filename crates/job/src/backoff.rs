@@ -2,9 +2,10 @@
 //! consecutive failure since the last success, at most 10 minutes, counted from the last failure's
 //! finish time. Kept in memory per Job, as upstream: a restart forgets it.
 
+use controller::compact_pod::Pod;
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use parking_lot::Mutex;
 
 use crate::spec::index_absolute_failure_count;

@@ -1,7 +1,8 @@
 //! Cases after upstream's `TestNewBackoffRecord`, `TestGetFinishedTime` and
 //! `TestGetRemainingBackoffTime`.
 
-use k8s_openapi::{api::core::v1::PodCondition, apimachinery::pkg::apis::meta::v1::Time};
+use controller::compact_pod::PodCondition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::*;
 use crate::fixtures::{pod, ts};
@@ -109,7 +110,6 @@ fn finished_time_lookups_in_upstreams_order() {
         type_: "Ready".into(),
         status: "False".into(),
         last_transition_time: Some(Time(ts(9))),
-        ..PodCondition::default()
     }]);
     assert_eq!(finished_time(&p), ts(9));
     // Deleted: deletion time minus the grace period.

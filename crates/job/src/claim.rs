@@ -1,11 +1,12 @@
 //! Which pods a Job owns (upstream `getPodsForJob`): its own, the orphans its selector matches (to
 //! adopt, with the tracking finalizer), and the pods it must release because they stopped matching.
 
+use controller::compact_pod::Pod;
 use std::sync::Arc;
 
 use controller::{Claim, Owner, pod_util::is_deleting, ref_manager::decide};
 use informer::{LabelMatcher, SelectorError};
-use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
+use k8s_openapi::api::batch::v1::Job;
 
 use crate::spec::{JOB_TRACKING_FINALIZER, has_tracking_finalizer};
 

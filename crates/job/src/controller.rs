@@ -1,6 +1,7 @@
 //! Wiring: informers and handlers, the `job` and `job_orphan_pod` queues, workers (upstream
 //! `Controller.Run`, `syncJob`'s entry and `syncOrphanPod`).
 
+use controller::compact_pod::Pod;
 use std::{future::Future, sync::Arc, time::Duration};
 
 use controller::{
@@ -16,7 +17,7 @@ use informer::{
     HandlerRegistration, HasSynced, InformerOptions, MetricsProvider, ObjectKey, SharedInformer,
     SharedInformerFactory, WorkQueue, wait_for_cache_sync, workqueue::ItemExponentialRateLimiter,
 };
-use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
+use k8s_openapi::api::batch::v1::Job;
 use kube::Client;
 use tokio_util::sync::CancellationToken;
 

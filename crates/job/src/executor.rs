@@ -2,6 +2,7 @@
 //! and finalizer removals in the order that keeps counting exact (see [`crate::tracking`]), and
 //! remembers the resourceVersions it wrote so that no later sync reads an older cache.
 
+use controller::compact_pod::Pod;
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use controller::{
@@ -12,10 +13,7 @@ use controller::{
 };
 use futures::future::join_all;
 use informer::{ObjectKey, SelectorError};
-use k8s_openapi::api::{
-    batch::v1::{Job, JobStatus},
-    core::v1::Pod,
-};
+use k8s_openapi::api::batch::v1::{Job, JobStatus};
 use kube::{Api, Client, api::PostParams};
 use serde_json::json;
 

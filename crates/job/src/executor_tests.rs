@@ -2,14 +2,11 @@
 //! the controller killed between its writes (a fresh controller converges: no pod keeps the
 //! finalizer, nothing is counted twice), and a Job deleted in the foreground mid-run.
 
+use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
 use controller::{Clock, EventRecorder, Expectations, consistency::ConsistencyStore};
-use k8s_openapi::{
-    api::{batch::v1::Job, core::v1::Pod},
-    apimachinery::pkg::apis::meta::v1::Time,
-    jiff::Timestamp,
-};
+use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 
 use super::*;
 use crate::{

@@ -4,6 +4,7 @@
 //! building and decoding as against a real server. Writes can be made to fail or to never return
 //! (the controller "dies" mid-sync when the test drops the sync's future).
 
+use controller::compact_pod::{Pod, PodStatus};
 use std::{
     collections::{BTreeMap, HashSet},
     convert::Infallible,
@@ -17,7 +18,7 @@ use http_body_util::{BodyExt as _, Full};
 use k8s_openapi::{
     api::{
         batch::v1::{Job, JobStatus},
-        core::v1::{Pod, PodStatus, PodTemplateSpec},
+        core::v1::{Pod as FullPod, PodStatus as FullPodStatus, PodTemplateSpec},
     },
     apimachinery::pkg::apis::meta::v1::{OwnerReference, Time},
 };
@@ -70,7 +71,7 @@ impl World {
     pub fn set_phase(&mut self, name: &str, phase: &str) {
         let rv = self.next_rv();
         let p = self.pods.get_mut(&format!("ns/{name}")).expect("pod");
-        p.status.get_or_insert_with(PodStatus::default).phase = Some(phase.into());
+        p.status.get_or_insert_with(PodStatus::default).phase = Some(controller::compact_pod::intern(phase));
         p.metadata.resource_version = Some(rv);
     }
 
@@ -109,7 +110,7 @@ impl FakeCluster {
         owner: &Owner,
         template: &PodTemplateSpec,
         prefix: Option<&str>,
-    ) -> Result<Pod, ControlError> {
+    ) -> Result<FullPod, ControlError> {
         let mut pod = pod_from_template(owner, template)?;
         let mut w = self.0.lock();
         w.created += 1;
@@ -125,18 +126,18 @@ impl FakeCluster {
         pod.metadata.uid = Some(format!("uid-{name}"));
         pod.metadata.resource_version = Some(w.next_rv());
         pod.metadata.creation_timestamp = Some(Time(ts(1)));
-        pod.status = Some(PodStatus {
+        pod.status = Some(FullPodStatus {
             phase: Some("Pending".into()),
-            ..PodStatus::default()
+            ..FullPodStatus::default()
         });
         w.pod_writes.push(format!("create {name}"));
-        w.add_pod(pod.clone());
+        w.add_pod(Pod::from(&pod));
         Ok(pod)
     }
 }
 
 impl PodControl for FakeCluster {
-    async fn create_pod(&self, owner: &Owner, template: &PodTemplateSpec) -> Result<Pod, ControlError> {
+    async fn create_pod(&self, owner: &Owner, template: &PodTemplateSpec) -> Result<FullPod, ControlError> {
         self.create(owner, template, None)
     }
 
@@ -145,7 +146,7 @@ impl PodControl for FakeCluster {
         owner: &Owner,
         template: &PodTemplateSpec,
         generate_name: &str,
-    ) -> Result<Pod, ControlError> {
+    ) -> Result<FullPod, ControlError> {
         self.create(owner, template, Some(generate_name))
     }
 

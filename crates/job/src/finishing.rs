@@ -2,13 +2,11 @@
 //! an interim condition already written wins, then a podFailurePolicy FailJob match, backoffLimit
 //! (with `restartPolicy: OnFailure` restart counts) and activeDeadlineSeconds.
 
+use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::{
-    api::{
-        batch::v1::{Job, JobCondition},
-        core::v1::Pod,
-    },
+    api::batch::v1::{Job, JobCondition},
     jiff::Timestamp,
 };
 

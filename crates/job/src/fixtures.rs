@@ -281,7 +281,8 @@ impl PodB {
         self.0.spec.get_or_insert_with(PodSpec::default).node_name = Some(n.into());
         self
     }
-    pub fn build(self) -> Arc<Pod> {
-        Arc::new(self.0)
+    /// The pod as the informer caches it (the projection of the full pod built here).
+    pub fn build(self) -> Arc<controller::CompactPod> {
+        Arc::new(self.0.into())
     }
 }

@@ -2,14 +2,12 @@
 //! removed by the orphan worker (upstream `addPod`, `updatePod`, `deletePod`, `addJob`, `updateJob`,
 //! `deleteJob`).
 
+use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
 use controller::{Clock, Expectations, pod_util::controller_of};
 use informer::{DeletedObject, EventHandler, LabelMatcher, Lister, ObjectKey, WorkQueue};
-use k8s_openapi::{
-    api::{batch::v1::Job, core::v1::Pod},
-    apimachinery::pkg::apis::meta::v1::OwnerReference,
-};
+use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::OwnerReference};
 
 use crate::{
     claim::selector,

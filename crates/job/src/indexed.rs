@@ -2,6 +2,7 @@
 //! next, which pods to remove (no index, out of range, duplicates), and how a pod for an index is
 //! built from the template.
 
+use controller::compact_pod::Pod;
 use std::{
     collections::{BTreeMap, BTreeSet},
     sync::Arc,
@@ -9,7 +10,7 @@ use std::{
 
 use k8s_openapi::api::{
     batch::v1::Job,
-    core::v1::{Container, EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodTemplateSpec},
+    core::v1::{Container, EnvVar, EnvVarSource, ObjectFieldSelector, PodTemplateSpec},
 };
 
 use crate::{

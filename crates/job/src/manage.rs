@@ -4,9 +4,10 @@
 //! indexes first) or creates the missing ones (Indexed: lowest pending indexes), never both in one
 //! sync, and waits out the re-creation backoff.
 
+use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
-use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use crate::{
     active_pods::sort_for_deletion,

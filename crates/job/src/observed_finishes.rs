@@ -9,6 +9,7 @@
 //! or deleted before succeeding) with its latest finish time; the sync turns the ones upstream has
 //! already counted into the record upstream holds.
 
+use controller::compact_pod::Pod;
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
     sync::Arc,
@@ -16,10 +17,7 @@ use std::{
 
 use controller::pod_util::controller_of;
 use informer::{DeletedObject, EventHandler};
-use k8s_openapi::{
-    api::{batch::v1::Job, core::v1::Pod},
-    jiff::Timestamp,
-};
+use k8s_openapi::{api::batch::v1::Job, jiff::Timestamp};
 use parking_lot::Mutex;
 
 use crate::{

@@ -9,14 +9,12 @@
 //! that a live, unfinished Job controls, or that belongs to another kind of controller or to a Job
 //! managed by another controller, keeps its finalizer.
 
+use controller::compact_pod::Pod;
 use std::fmt;
 
 use controller::{PodControl, pod_util::controller_of};
 use informer::{LabelMatcher, Lister, ObjectKey, SelectorError};
-use k8s_openapi::{
-    api::{batch::v1::Job, core::v1::Pod},
-    apimachinery::pkg::apis::meta::v1::LabelSelector,
-};
+use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::LabelSelector};
 
 use crate::{
     claim::selector,

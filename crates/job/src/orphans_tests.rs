@@ -2,11 +2,12 @@
 //! propagation, a finished Job, no owner) and which keep it (a live Job's, another controller's, an
 //! externally managed Job's), by pod key and by selector sweep.
 
+use controller::compact_pod::Pod;
 use std::sync::Arc;
 
 use controller::testing;
 use informer::{Lister, Store, store::namespace_index};
-use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
+use k8s_openapi::api::batch::v1::Job;
 
 use super::*;
 use crate::{

@@ -3,6 +3,7 @@
 //! half (status, conditions, finalizers) and takes what the pod writes achieved; [`plan_sync`] runs
 //! both assuming every write succeeds, for tests, benchmarks and shadow mode.
 
+use controller::compact_pod::Pod;
 use std::{
     collections::{BTreeMap, HashSet},
     sync::Arc,
@@ -12,10 +13,7 @@ use std::{
 use controller::{Owner, pod_util::is_deleting};
 use informer::{ObjectKey, SelectorError};
 use k8s_openapi::{
-    api::{
-        batch::v1::{Job, JobCondition, JobStatus},
-        core::v1::Pod,
-    },
+    api::batch::v1::{Job, JobCondition, JobStatus},
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::Timestamp,
 };

@@ -1,12 +1,10 @@
 //! Property: carrying out a plan and planning again converges, within a few syncs and with no
 //! change in the world but the controller's own writes, to a plan that asks for nothing more.
 
+use controller::compact_pod::Pod;
 use std::{collections::HashSet, sync::Arc};
 
-use k8s_openapi::{
-    api::{batch::v1::Job, core::v1::Pod},
-    apimachinery::pkg::apis::meta::v1::Time,
-};
+use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::Time};
 use proptest::prelude::*;
 
 use crate::{

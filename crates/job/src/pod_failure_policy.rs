@@ -1,9 +1,7 @@
 //! Matching a failed pod against `spec.podFailurePolicy` (upstream `pod_failure_policy.go`).
 
-use k8s_openapi::api::{
-    batch::v1::{PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement},
-    core::v1::{ContainerStatus, Pod},
-};
+use controller::compact_pod::{ContainerStatus, Pod};
+use k8s_openapi::api::batch::v1::{PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement};
 
 /// The action of the rule a pod matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -148,9 +146,9 @@ fn match_on_pod_conditions<'a>(
         .find(|c| {
             patterns
                 .iter()
-                .any(|p| p.type_ == c.type_ && p.status.as_deref().unwrap_or("True") == c.status)
+                .any(|p| *p.type_ == *c.type_ && p.status.as_deref().unwrap_or("True") == c.status)
         })
-        .map(|c| c.type_.as_str())
+        .map(|c| &*c.type_)
 }
 
 #[cfg(test)]

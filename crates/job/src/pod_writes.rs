@@ -2,12 +2,13 @@
 //! deletions (surplus and suspension: finalizer removed first; finishing Jobs: finalizer kept until
 //! the pod is counted), keeping expectations in step with what was actually written.
 
+use controller::compact_pod::Pod;
 use std::sync::Arc;
 
 use controller::{ControlError, Owner, PodControl, slow_start::slow_start_batch};
 use futures::future::join_all;
 use informer::ObjectKey;
-use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
+use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
 use serde_json::json;
 

@@ -1,15 +1,13 @@
 //! What shadow mode calls a disagreement for a Job: a plan that would write to pods, or a computed
 //! status different from the one upstream wrote.
 
+use controller::compact_pod::Pod;
 use std::{
     hash::{Hash, Hasher},
     sync::Arc,
 };
 
-use k8s_openapi::api::{
-    batch::v1::{Job, JobStatus},
-    core::v1::Pod,
-};
+use k8s_openapi::api::batch::v1::{Job, JobStatus};
 
 use crate::{manage::PodAction, plan::FullPlan};
 

@@ -1,11 +1,9 @@
 //! Reading a Job's spec and pods the way upstream's helpers do, with the API's defaults applied
 //! where the object may not carry them (objects built in tests, older stored objects).
 
+use controller::compact_pod::Pod;
 use k8s_openapi::{
-    api::{
-        batch::v1::{Job, JobCondition},
-        core::v1::Pod,
-    },
+    api::batch::v1::{Job, JobCondition},
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
 
@@ -198,4 +196,33 @@ pub fn completed_indexes(job: &Job) -> OrderedIntervals {
 
 pub fn len_i32(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::pod;
+
+    /// Every pod annotation this controller reads survives the informer's projection: a pod built as
+    /// the API serves it and decoded as the cache holds it still answers with its index and counts.
+    #[test]
+    fn the_cached_pod_keeps_the_annotations_the_job_controller_reads() {
+        for key in [
+            COMPLETION_INDEX_ANNOTATION,
+            INDEX_FAILURE_COUNT_ANNOTATION,
+            INDEX_IGNORED_FAILURE_COUNT_ANNOTATION,
+        ] {
+            assert!(controller::compact_pod::KEPT_ANNOTATIONS.contains(&key), "{key}");
+        }
+        let p = pod("a")
+            .index(3)
+            .failure_count(2)
+            .annotation(INDEX_IGNORED_FAILURE_COUNT_ANNOTATION, "5")
+            .annotation("kubectl.kubernetes.io/last-applied-configuration", "{}")
+            .build();
+        assert_eq!(completion_index(&p), Some(3));
+        assert_eq!(index_failure_count(&p), 2);
+        assert_eq!(index_absolute_failure_count(&p), 7, "counted plus ignored");
+        assert_eq!(p.metadata.annotations.as_ref().map(|a| a.len()), Some(3));
+    }
 }

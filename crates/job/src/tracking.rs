@@ -8,13 +8,11 @@
 //! the counters on the next sync); never a pod counted twice or lost. The terminal condition comes
 //! only once nothing is uncounted and no pod is terminating.
 
+use controller::compact_pod::Pod;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::{
-    batch::v1::{JobCondition, JobStatus},
-    core::v1::Pod,
-};
+use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
 
 use crate::{
     conditions::*,

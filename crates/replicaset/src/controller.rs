@@ -1,5 +1,6 @@
 //! Wiring: informers and handlers, the work queue, workers (upstream `ReplicaSetController.Run`).
 
+use controller::compact_pod::Pod;
 use std::{collections::HashSet, future::Future, sync::Arc, time::Duration};
 
 use controller::{
@@ -19,7 +20,7 @@ use informer::{
     store::{CONTROLLER_UID_INDEX, controller_uid_index},
     wait_for_cache_sync,
 };
-use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use kube::Client;
 use tokio_util::sync::CancellationToken;
 

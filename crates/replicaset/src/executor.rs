@@ -1,6 +1,7 @@
 //! Doing: carries out a [`SyncPlan`] (upstream `claimPods` side effects, `manageReplicas`' writes and
 //! `updateReplicaSetStatus`).
 
+use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
 use controller::{
@@ -12,7 +13,7 @@ use controller::{
 };
 use futures::future::join_all;
 use informer::ObjectKey;
-use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use kube::{Api, Client};
 
 use crate::{

@@ -1,13 +1,14 @@
 //! The executor against a fake API server ([`crate::fake_server`]): what one sync writes when an
 //! adoption finds its pod gone, when scaling takes time, and what the consistency store learns.
 
+use controller::compact_pod::Pod;
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use controller::{Clock, Expectations, consistency::ConsistencyStore, testing::pod};
 use k8s_openapi::{
     api::{
         apps::v1::{ReplicaSet, ReplicaSetSpec},
-        core::v1::{Pod, PodTemplateSpec},
+        core::v1::PodTemplateSpec,
     },
     apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta},
     jiff::Timestamp,

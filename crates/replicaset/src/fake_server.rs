@@ -107,7 +107,11 @@ impl FakeServer {
         self.world.lock()
     }
 
-    pub fn add_pod(&self, pod: Pod) {
+    /// Stores a cached pod as the full object the server holds (the projection's fields are named as
+    /// the full type's, so it decodes as one).
+    pub fn add_pod(&self, pod: controller::CompactPod) {
+        let pod: Pod =
+            serde_json::from_value(serde_json::to_value(&pod).expect("serializes")).expect("a Pod");
         let name = pod.metadata.name.clone().expect("a named pod");
         self.world.lock().pods.insert(name, pod);
     }
@@ -183,7 +187,7 @@ impl PodControl for FakeServer {
         Ok(pod)
     }
 
-    async fn delete_pod(&self, _: &Owner, pod: &Pod) -> Result<(), ControlError> {
+    async fn delete_pod(&self, _: &Owner, pod: &controller::CompactPod) -> Result<(), ControlError> {
         let name = pod.metadata.name.clone().unwrap_or_default();
         let mut w = self.world.lock();
         w.pod_writes.push(format!("delete {name}"));

@@ -1,6 +1,7 @@
 //! Informer event handlers: which ReplicaSets a change concerns (upstream `addPod`, `updatePod`,
 //! `deletePod`, `addRS`, `updateRS`, `deleteRS`).
 
+use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
 use controller::{
@@ -8,10 +9,7 @@ use controller::{
     pod_util::{controller_of, is_deleting, is_ready},
 };
 use informer::{DeletedObject, EventHandler, LabelMatcher, Lister, ObjectKey, WorkQueue};
-use k8s_openapi::{
-    api::{apps::v1::ReplicaSet, core::v1::Pod},
-    apimachinery::pkg::apis::meta::v1::OwnerReference,
-};
+use k8s_openapi::{api::apps::v1::ReplicaSet, apimachinery::pkg::apis::meta::v1::OwnerReference};
 
 use crate::plan::selector;
 

@@ -1,6 +1,7 @@
 //! Deciding: what one sync of a ReplicaSet should do, as a pure function of what the caches show.
 //! [`crate::executor`] carries a plan out; unit tests, benchmarks and shadow mode look at plans.
 
+use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
 use controller::{
@@ -12,10 +13,7 @@ use controller::{
 };
 use informer::{LabelMatcher, ObjectKey, SelectorError};
 use k8s_openapi::{
-    api::{
-        apps::v1::{ReplicaSet, ReplicaSetStatus},
-        core::v1::Pod,
-    },
+    api::apps::v1::{ReplicaSet, ReplicaSetStatus},
     jiff::Timestamp,
 };
 

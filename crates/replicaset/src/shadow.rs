@@ -1,15 +1,13 @@
 //! What shadow mode calls a disagreement for a ReplicaSet: a plan that would act, or a computed
 //! status different from the one upstream wrote.
 
+use controller::compact_pod::Pod;
 use std::{
     hash::{Hash, Hasher},
     sync::Arc,
 };
 
-use k8s_openapi::api::{
-    apps::v1::{ReplicaSet, ReplicaSetStatus},
-    core::v1::Pod,
-};
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 
 use crate::plan::{ReplicaChange, SyncPlan};
 

@@ -1,14 +1,12 @@
 //! The status a ReplicaSet should have (upstream `calculateStatus`) and whether writing it is needed
 //! (upstream `updateReplicaSetStatus`'s skip test).
 
+use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
 use controller::pod_util::{is_available, is_ready, until_available};
 use k8s_openapi::{
-    api::{
-        apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus},
-        core::v1::Pod,
-    },
+    api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus},
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::Timestamp,
 };
