@@ -47,7 +47,17 @@ conformance:
 conformance-ci:
 	CARGO=$(CARGO) hack/conformance.sh --mode replace --implemented-only --conformance-only
 
-test: fmt-check clippy unit e2e conformance-ci
+# Upstream KCM vs kcm-rs side by side on one control plane (hack/bench.sh; figures in benches/README.md).
+# BENCH_ARGS='--scale full --qps 20/30,100/200 --append benches/README.md' for the issue's full pass.
+.PHONY: bench-e2e bench-e2e-smoke
+bench-e2e:
+	CARGO=$(CARGO) hack/bench.sh $(or $(BENCH_ARGS),--scale small --append benches/README.md)
+
+# What CI runs of it: every workload at a tiny size, once, to see that the runner works.
+bench-e2e-smoke:
+	CARGO=$(CARGO) hack/bench.sh --scale tiny --qps 100/200
+
+test: fmt-check clippy unit e2e conformance-ci bench-e2e-smoke
 
 # Brings up the control plane in replace mode (upstream KCM without the controllers kcm-rs takes over;
 # a running cluster is switched to it) and runs kcm-rs against it in the foreground, serving its

@@ -140,6 +140,21 @@ EOF
   # One static token in system:masters: the admin user that tests, kcm-rs and the upstream components use.
   openssl rand -hex 24 >"$p/admin.token"
   printf '%s,admin,admin,system:masters\n' "$(cat "$p/admin.token")" >"$p/tokens.csv"
+  # A second one, for the controller process hack/bench.sh measures, so that the audit log tells its
+  # requests from everyone else's (kubeconfig-bench).
+  openssl rand -hex 24 >"$p/bench.token"
+  printf '%s,bench,bench,system:masters\n' "$(cat "$p/bench.token")" >>"$p/tokens.csv"
+  # With KCM_RS_AUDIT=1 the API server logs (metadata only) every request of that user: hack/bench.sh
+  # counts a controller's API requests from it.
+  cat >"$p/audit-policy.yaml" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  users: [bench]
+- level: None
+EOF
 }
 
 write_kubeconfig() {
@@ -160,6 +175,8 @@ contexts:
   context: {cluster: kcm-rs-local, user: admin}
 current-context: kcm-rs-local
 EOF
+  sed "s/token: .*/token: $(cat "$run/pki/bench.token")/; s/user: admin}/user: bench}/; s/- name: admin/- name: bench/" \
+    "$run/kubeconfig" >"$run/kubeconfig-bench"
 }
 
 write_nodes() {
@@ -241,6 +258,7 @@ EOF
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
     --tls-cert-file="$p/apiserver.crt" --tls-private-key-file="$p/apiserver.key" --client-ca-file="$p/ca.crt" \
     --token-auth-file="$p/tokens.csv" --authorization-mode=Node,RBAC \
+    ${KCM_RS_AUDIT:+--audit-policy-file="$p/audit-policy.yaml" --audit-log-path="$run/logs/audit.log" --audit-log-format=json --audit-log-mode=batch} \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$p/sa.pub" --service-account-signing-key-file="$p/sa.key" \
     --service-cluster-ip-range=10.96.0.0/16 --endpoint-reconciler-type=none --allow-privileged=true \

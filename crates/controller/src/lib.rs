@@ -1,8 +1,9 @@
-//! Machinery shared by the workload controllers, after upstream's `pkg/controller` helpers:
-//! expectations, pod control with events, controller-reference claims, the scale-down ranking, slow
-//! start, pod predicates, and the worker loop every controller runs (`worker`: panic isolation and a
-//! bounded shutdown). Decisions here are pure functions; the few functions that write
-//! (`pod_control`, `claim`, `events`) are the executors' building blocks.
+//! Machinery shared by the workload controllers, after upstream's `pkg/controller` helpers: the pod as
+//! the controllers cache it (`compact_pod`: a typed projection decoded from the watch, tested in
+//! `compact_pod::tests`), expectations, pod control with events, controller-reference claims, the
+//! scale-down ranking, slow start, pod predicates, and the worker loop every controller runs (`worker`:
+//! panic isolation and a bounded shutdown). Decisions here are pure functions; the few functions that
+//! write (`pod_control`, `claim`, `events`) are the executors' building blocks.
 #![forbid(unsafe_code)]
 
 pub mod claim;

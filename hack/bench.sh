@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Upstream kube-controller-manager vs kcm-rs, side by side on one local control plane of its own
+# (issue 10). For each workload and each --kube-api-qps/--kube-api-burst pair, a second upstream KCM
+# running only the workload's controllers, then kcm-rs running them; the cluster's own KCM runs
+# everything else (garbage collector, service accounts, namespaces) in both runs. Prints one markdown
+# table per workload; `--append benches/README.md` adds them there.
+#
+#   hack/bench.sh [--scale tiny|small|full] [--qps 20/30,100/200] [--workloads rs,scale,deploy,jobs,idle]
+#                 [--append FILE]
+#
+# Not part of `make test` (`make bench-e2e`; CI runs `--scale tiny` once to see it start). The API
+# server writes an audit log of the measured process's requests (KCM_RS_AUDIT=1, user `bench`).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$here/.."
+cargo=${CARGO:-cargo}
+export KCM_RS_RUN_DIR=${KCM_RS_RUN_DIR:-/tmp/kcm-rs-bench}
+export KCM_RS_AUDIT=1
+
+$cargo build --release -p kcm-rs
+"$here/cluster.sh" down >/dev/null 2>&1 || true
+logs=${KCM_RS_RUN_DIR}.logs # kept after the control plane is gone
+trap 'rm -rf "$logs"; cp -r "$KCM_RS_RUN_DIR/logs" "$logs" 2>/dev/null; "$here/cluster.sh" down; echo "logs: $logs"' EXIT
+"$here/cluster.sh" up --mode replace
+eval "$("$here/cluster.sh" env)"
+set -a; source "$KCM_RS_RUN_DIR/cluster.env"; set +a
+KCM_RS_BINARY=target/release/kcm-rs python3 "$here/bench/run.py" "$@"
