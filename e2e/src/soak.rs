@@ -356,6 +356,16 @@ where
 
 /// What a soak reports besides convergence: API errors its operations met, panics in kcm-rs's log,
 /// and kcm-rs gone or unhealthy.
+/// Fails the soak test with every failure found and the environment that replays the run.
+pub fn assert_passed(failures: &[String], seed: u64, duration: std::time::Duration) {
+    assert!(
+        failures.is_empty(),
+        "the soak failed (replay: KCM_RS_SOAK_SEED={seed} KCM_RS_SOAK_SECONDS={}):\n{}",
+        duration.as_secs(),
+        failures.join("\n")
+    );
+}
+
 pub fn failures(kcm: &mut crate::KcmRs, errors: &[String]) -> Vec<String> {
     let mut failures = Vec::new();
     if !errors.is_empty() {

@@ -35,12 +35,7 @@ async fn disruptive_job_randomized_soak() {
             Ok((jobs, took)) => println!("{jobs} Jobs finished {took:?} after the last operation"),
             Err(e) => failures.push(format!("not converged {e}")),
         }
-        assert!(
-            failures.is_empty(),
-            "the soak failed (replay: KCM_RS_SOAK_SEED={seed} KCM_RS_SOAK_SECONDS={}):\n{}",
-            duration.as_secs(),
-            failures.join("\n")
-        );
+        soak::assert_passed(&failures, seed, duration);
     })
     .await;
 }

@@ -184,12 +184,7 @@ async fn disruptive_randomized_soak() {
         if let Err(e) = converged {
             failures.push(format!("not converged {e}"));
         }
-        assert!(
-            failures.is_empty(),
-            "the soak failed (replay: KCM_RS_SOAK_SEED={seed} KCM_RS_SOAK_SECONDS={}):\n{}",
-            duration.as_secs(),
-            failures.join("\n")
-        );
+        soak::assert_passed(&failures, seed, duration);
     })
     .await;
 }
