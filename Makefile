@@ -57,7 +57,16 @@ bench-e2e:
 bench-e2e-smoke:
 	CARGO=$(CARGO) hack/bench.sh --scale tiny --qps 100/200
 
-test: fmt-check clippy unit e2e conformance-ci bench-e2e-smoke
+# The container image built with buildah (hack/image.sh) and run hardened with podman against the
+# local control plane (e2e/tests/image.rs).
+.PHONY: image image-e2e
+image:
+	CARGO=$(CARGO) hack/image.sh
+
+image-e2e: image
+	CARGO=$(CARGO) hack/e2e.sh image
+
+test: fmt-check clippy unit e2e conformance-ci bench-e2e-smoke image-e2e
 
 # Brings up the control plane in replace mode (upstream KCM without the controllers kcm-rs takes over;
 # a running cluster is switched to it) and runs kcm-rs against it in the foreground, serving its

@@ -16,6 +16,7 @@ const READY_LINE: &str = "caches synced";
 pub struct KcmRs {
     child: Child,
     pub log: PathBuf,
+    run_dir: PathBuf,
     /// Where it serves /healthz, /readyz, /metrics and /debug/shadow (127.0.0.1).
     pub port: u16,
 }
@@ -77,7 +78,12 @@ impl KcmRs {
             .stderr(out)
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
-        KcmRs { child, log, port }
+        KcmRs {
+            child,
+            log,
+            run_dir: cluster.run_dir.clone(),
+            port,
+        }
     }
 
     /// Waits until the log contains `needle`; fails if the process exits first.
@@ -117,16 +123,20 @@ impl KcmRs {
         lines[lines.len().saturating_sub(40)..].join("\n")
     }
 
-    /// GET `path` on its endpoint server: (HTTP status, body).
+    /// GET `path` on its endpoint server over HTTPS (its self-signed certificate is not checked)
+    /// as the cluster's admin, whose group skips authorization: (HTTP status, body).
     pub fn http_get(&self, path: &str) -> (u16, String) {
+        let token = std::fs::read_to_string(self.run_dir.join("pki/admin.token")).expect("admin token");
         let out = Command::new("curl")
             .args([
-                "-s",
+                "-sk",
+                "-H",
+                &format!("Authorization: Bearer {}", token.trim()),
                 "-o",
                 "-",
                 "-w",
                 "\n%{http_code}",
-                &format!("http://127.0.0.1:{}{path}", self.port),
+                &format!("https://127.0.0.1:{}{path}", self.port),
             ])
             .output()
             .expect("curl");
@@ -181,7 +191,8 @@ impl Drop for KcmRs {
     }
 }
 
-fn free_port() -> u16 {
+/// A free loopback port.
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

@@ -14,12 +14,13 @@ mod kcm_rs;
 mod namespace;
 pub mod pods;
 pub mod replicaset_scenarios;
+pub mod serving;
 pub mod soak;
 pub mod soak_tally;
 mod wait;
 
 pub use cluster::{Cluster, Mode, ModeGuard};
 pub use counting::{RequestCounter, counting_client};
-pub use kcm_rs::KcmRs;
+pub use kcm_rs::{KcmRs, free_port};
 pub use namespace::{TestNamespace, with_namespace};
 pub use wait::{DEFAULT_WAIT, wait_for};

@@ -1,7 +1,10 @@
 use std::{future::Future, panic::AssertUnwindSafe, time::Duration};
 
 use futures::FutureExt as _;
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::{
+    apps::v1::ReplicaSet,
+    core::v1::{Namespace, ServiceAccount},
+};
 use kube::{
     Api,
     api::{DeleteParams, ObjectMeta, PostParams},
@@ -21,6 +24,42 @@ pub struct TestNamespace {
 }
 
 impl TestNamespace {
+    /// Creates ReplicaSet `name` of `replicas` pause pods and waits until all are ready: proof that
+    /// whichever ReplicaSet controller runs is reconciling.
+    pub async fn replicaset_becomes_ready(&self, name: &str, replicas: i32) {
+        let rs: ReplicaSet = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
+                }
+            }
+        }))
+        .expect("a ReplicaSet");
+        let rss = self.api::<ReplicaSet>();
+        rss.create(&PostParams::default(), &rs)
+            .await
+            .expect("creating the ReplicaSet");
+        wait_for(
+            &format!("ReplicaSet {name} to have {replicas} ready replicas"),
+            Duration::from_secs(90),
+            || {
+                let rss = rss.clone();
+                async move {
+                    let rs = rss.get(name).await.map_err(|e| e.to_string())?;
+                    match rs.status.and_then(|s| s.ready_replicas) {
+                        Some(n) if n == replicas => Ok(()),
+                        other => Err(format!("ready {other:?}")),
+                    }
+                }
+            },
+        )
+        .await;
+    }
+
     /// An `Api` for a namespaced kind in this namespace.
     pub fn api<K>(&self) -> Api<K>
     where

@@ -147,9 +147,9 @@ class Controller:
             self.health = f"https://127.0.0.1:{port}/healthz"
         else:
             argv = [KCM_RS, f"--kubeconfig={kubeconfig}", "--leader-elect=false", "--bind-address=127.0.0.1",
-                    f"--secure-port={port}", f"--controllers={controllers}", f"--kube-api-qps={qps}",
-                    f"--kube-api-burst={burst}", "--v=1"]
-            self.health = f"http://127.0.0.1:{port}/healthz"
+                    f"--secure-port={port}", "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+                    f"--controllers={controllers}", f"--kube-api-qps={qps}", f"--kube-api-burst={burst}", "--v=1"]
+            self.health = f"https://127.0.0.1:{port}/healthz"
         self.log = open(f"{RUN}/logs/bench-{tag}-{impl}.log", "w")
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
         self.wait_healthy()

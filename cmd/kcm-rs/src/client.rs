@@ -30,7 +30,10 @@ use kube::{
 };
 use tower::{Layer, Service};
 
-use crate::flags::Args;
+use crate::{
+    flags::Args,
+    serving_flags::{DELEGATION_BURST, DELEGATION_QPS, DelegationClients},
+};
 
 /// What every User-Agent starts with (KCM's is `kube-controller-manager/<version> …/<name>`).
 pub const USER_AGENT_PREFIX: &str = "kcm-rs";
@@ -67,19 +70,7 @@ pub enum ClientError {
 /// The client configuration: `--kubeconfig`, else in-cluster, `$KUBECONFIG`, `~/.kube/config`; then
 /// `--master` overrides the server address.
 pub async fn config(args: &Args) -> Result<kube::Config, ClientError> {
-    let mut config = match &args.kubeconfig {
-        Some(path) => {
-            let kubeconfig = |source| ClientError::Kubeconfig {
-                path: path.clone(),
-                source,
-            };
-            let kc = Kubeconfig::read_from(path).map_err(kubeconfig)?;
-            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-                .await
-                .map_err(kubeconfig)?
-        }
-        None => kube::Config::infer().await.map_err(ClientError::Infer)?,
-    };
+    let mut config = config_from(args.kubeconfig.as_deref()).await?;
     if let Some(master) = &args.master {
         config.cluster_url = master.parse().map_err(|source| ClientError::Master {
             master: master.clone(),
@@ -87,6 +78,44 @@ pub async fn config(args: &Args) -> Result<kube::Config, ClientError> {
         })?;
     }
     Ok(config)
+}
+
+/// The configuration in the kubeconfig at `path`, else inferred.
+async fn config_from(path: Option<&std::path::Path>) -> Result<kube::Config, ClientError> {
+    match path {
+        Some(path) => {
+            let kubeconfig = |source| ClientError::Kubeconfig {
+                path: path.to_owned(),
+                source,
+            };
+            let kc = Kubeconfig::read_from(path).map_err(kubeconfig)?;
+            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                .await
+                .map_err(kubeconfig)
+        }
+        None => kube::Config::infer().await.map_err(ClientError::Infer),
+    }
+}
+
+/// The clients that review the endpoint server's requests: `--authentication-kubeconfig` and
+/// `--authorization-kubeconfig` when given, else the controllers' configuration; never read-only
+/// (a review is a create, also in shadow mode) and with a token bucket of their own.
+pub async fn delegation_clients(args: &Args, main: &kube::Config) -> Result<DelegationClients, ClientError> {
+    let client = async |path: Option<&std::path::Path>, name: &str| {
+        let config = match path {
+            Some(p) => config_from(Some(p)).await?,
+            None => main.clone(),
+        };
+        Clients::new(config, DELEGATION_QPS, DELEGATION_BURST, false)?.client_for(name)
+    };
+    Ok(DelegationClients {
+        authentication: client(
+            args.serving.authentication_kubeconfig.as_deref(),
+            "authentication",
+        )
+        .await?,
+        authorization: client(args.serving.authorization_kubeconfig.as_deref(), "authorization").await?,
+    })
 }
 
 /// Builds the named clients from one configuration and the client flags.

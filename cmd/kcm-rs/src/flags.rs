@@ -1,6 +1,6 @@
 //! Command-line flags, with kube-controller-manager's names and defaults.
 
-use std::{ffi::OsString, net::IpAddr, path::PathBuf, time::Duration};
+use std::{ffi::OsString, path::PathBuf, time::Duration};
 
 use clap::{ArgAction, CommandFactory as _, Parser, ValueEnum, error::ErrorKind};
 use controller::features::{FeatureGates, Setting};
@@ -113,13 +113,8 @@ pub struct Args {
     #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = at_least_one, help_heading = "Controller flags")]
     pub concurrent_job_syncs: usize,
 
-    /// The IP address on which to serve /healthz, /livez, /readyz and /metrics.
-    #[arg(long, default_value = "0.0.0.0", help_heading = "Serving flags")]
-    pub bind_address: IpAddr,
-
-    /// The port on which to serve those endpoints (plain HTTP: kcm-rs does not terminate TLS yet). 0 disables serving.
-    #[arg(long, default_value_t = DEFAULT_SECURE_PORT, help_heading = "Serving flags")]
-    pub secure_port: u16,
+    #[command(flatten)]
+    pub serving: crate::serving_flags::ServingFlags,
 
     /// Start a leader election client and gain leadership before executing the main loop.
     #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", help_heading = "Leader election flags")]
@@ -326,7 +321,24 @@ mod tests {
         );
         assert!(a.leader_elect);
         assert_eq!(a.leader_elect_lease_duration, Duration::from_secs(15));
-        assert_eq!(a.secure_port, 10257);
+        assert_eq!(a.serving.secure_port, 10257);
+        assert_eq!(
+            a.serving.authorization_always_allow_paths,
+            ["/healthz", "/readyz", "/livez"]
+        );
+        assert_eq!(
+            a.serving.authentication_token_webhook_cache_ttl,
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            a.serving.authorization_webhook_cache_authorized_ttl,
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            a.serving.authorization_webhook_cache_unauthorized_ttl,
+            Duration::from_secs(10)
+        );
+        assert!(!a.serving.authentication_skip_lookup);
     }
 
     #[test]

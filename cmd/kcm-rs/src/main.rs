@@ -1,6 +1,7 @@
 //! kcm-rs: a kube-controller-manager for the workload controllers, in Rust.
 //!
-//! Start-up follows kube-controller-manager: connect, serve the health and metrics endpoints, win the
+//! Start-up follows kube-controller-manager: connect, serve the health and metrics endpoints (HTTPS
+//! with delegated authentication and authorization: `secure_serving`, flags in `serving_flags`), win the
 //! leader election, then start the enabled controllers on shared informers. The leader election, the
 //! informers and each controller talk to the API server through clients of their own (`client`), so
 //! that a controller's burst of writes cannot delay the lease renewal.
@@ -18,8 +19,9 @@ mod flags;
 mod job_metrics;
 mod metrics;
 mod server;
+mod serving_flags;
 
-use std::{future::Future, net::SocketAddr, process::ExitCode, sync::Arc, time::Duration};
+use std::{future::Future, process::ExitCode, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use client::{Clients, LEADER_ELECTION, SHARED_INFORMERS};
@@ -76,6 +78,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let enabled = controllers::enabled_controllers(&args.controllers)?;
     let config = client::config(&args).await?;
     let server_url = config.cluster_url.clone();
+    let config_for_delegation = config.clone();
     let clients = Clients::new(config, args.kube_api_qps, args.kube_api_burst, args.shadow)?;
     let informer_client = clients.client_for(SHARED_INFORMERS)?;
     let version = informer_client
@@ -106,16 +109,20 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cancel = CancellationToken::new();
     tokio::spawn(cancel_on_signal(cancel.clone()));
     let server_cancel = CancellationToken::new();
-    let server = (args.secure_port != 0).then(|| {
-        let addr = SocketAddr::new(args.bind_address, args.secure_port);
-        tokio::spawn(server::serve(
-            addr,
-            health.clone(),
-            metrics.clone(),
-            shadow.clone(),
-            server_cancel.clone(),
-        ))
-    });
+    let delegation = client::delegation_clients(&args, &config_for_delegation).await?;
+    let server = match args.serving.config(&delegation) {
+        Some(c) => {
+            let bound = secure_serving::SecureServer::bind(c).await?;
+            Some(tokio::spawn(server::serve(
+                bound,
+                health.clone(),
+                metrics.clone(),
+                shadow.clone(),
+                server_cancel.clone(),
+            )))
+        }
+        None => None,
+    };
 
     let identity = identity();
     tracing::info!(%identity, "identity");

@@ -1,6 +1,7 @@
-//! /healthz, /livez, /readyz, /metrics and /debug/shadow (axum).
+//! /healthz, /livez, /readyz, /metrics and /debug/shadow (axum), served by `secure_serving` over
+//! HTTPS behind delegated authentication and authorization.
 
-use std::{net::SocketAddr, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use axum::{
     Json, Router,
@@ -90,12 +91,12 @@ struct AppState {
 
 /// Serves until `cancel` fires.
 pub async fn serve(
-    addr: SocketAddr,
+    server: secure_serving::SecureServer,
     health: Arc<Health>,
     metrics: Metrics,
     shadow: Option<Arc<ShadowState>>,
     cancel: CancellationToken,
-) -> anyhow::Result<()> {
+) -> Result<(), secure_serving::ServingError> {
     let app = Router::new()
         .route("/healthz", get(healthz))
         .route("/livez", get(healthz))
@@ -103,19 +104,18 @@ pub async fn serve(
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
         .route("/debug/shadow", get(shadow_report))
+        .fallback(not_found)
         .with_state(AppState {
             health,
             metrics,
             shadow,
         });
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| anyhow::anyhow!("--bind-address/--secure-port {addr}: {e}"))?;
-    tracing::info!(%addr, "serving /healthz, /livez, /readyz, /metrics");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { cancel.cancelled().await })
-        .await?;
-    Ok(())
+    server.serve(app, cancel).await
+}
+
+/// Go's `http.NotFound`, which KCM answers unknown paths with (after authorization).
+async fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, "404 page not found\n").into_response()
 }
 
 async fn healthz(State(s): State<AppState>) -> Response {

@@ -1,0 +1,153 @@
+//! The container image (hack/image.sh, tag kcm-rs:dev or KCM_RS_IMAGE), run with podman as a
+//! hardened Pod would run it: read-only root filesystem, uid 65532, every capability dropped, host
+//! network, the kubeconfig mounted read-only. It must win the Lease, reconcile a ReplicaSet on the
+//! local control plane, answer its probes over HTTPS, and exit 0 on SIGTERM within the grace period.
+//! Prints the start-to-ready time.
+//!
+//! On these machines (cgroup v1 beside a v2 mount, a capped open-files limit) podman only starts a
+//! container with runc, cgroupfs and explicit ulimits; crun refuses the hybrid cgroups.
+
+use std::{process::Command, time::Duration};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kcm_rs_e2e::{Cluster, Mode, ModeGuard, free_port, wait_for, with_namespace};
+use kube::Api;
+
+/// `podman stop`'s grace period before SIGKILL (a Pod's default terminationGracePeriodSeconds).
+const GRACE_SECONDS: u64 = 30;
+const NAME: &str = "kcm-rs-image-e2e";
+
+fn podman(args: &[&str]) -> (bool, String) {
+    let out = Command::new("podman")
+        .args(["--runtime", "runc", "--cgroup-manager", "cgroupfs"])
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("podman is not usable ({e}): apt-get install -y podman buildah runc"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// Removes the container when the test ends, however it ends.
+struct Container;
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        let _ = podman(&["rm", "-f", "-t", "0", NAME]);
+    }
+}
+
+#[tokio::test]
+async fn disruptive_the_image_runs_hardened_leads_reconciles_and_stops_cleanly() {
+    let image = std::env::var("KCM_RS_IMAGE").unwrap_or_else(|_| "kcm-rs:dev".into());
+    let (exists, _) = podman(&["image", "exists", &image]);
+    assert!(
+        exists,
+        "no image {image}: build it with hack/image.sh (make image-e2e does)"
+    );
+    let cluster = Cluster::connect().await;
+    let _mode = ModeGuard::enter(&cluster, Mode::Replace);
+    with_namespace(cluster.clone(), "image", |ns| async move {
+        let cluster = &ns.cluster;
+        let _ = podman(&["rm", "-f", "-t", "0", NAME]);
+        let run = cluster.run_dir.display().to_string();
+        let port = free_port();
+        let lease_name = format!("kcm-rs-image-{}", ns.name);
+        let started = tokio::time::Instant::now();
+        let (ok, out) = podman(&[
+            "run",
+            "-d",
+            "--name",
+            NAME,
+            "--read-only",
+            "--user",
+            "65532:65532",
+            "--cap-drop=ALL",
+            "--security-opt=no-new-privileges",
+            "--network",
+            "host",
+            "--ulimit",
+            "nofile=1024:1024",
+            "--ulimit",
+            "nproc=1024:1024",
+            "-v",
+            &format!("{run}/kubeconfig:/etc/kcm-rs/kubeconfig:ro"),
+            "-v",
+            &format!("{run}/pki/ca.crt:{run}/pki/ca.crt:ro"),
+            &image,
+            "--kubeconfig=/etc/kcm-rs/kubeconfig",
+            "--controllers=replicaset-controller",
+            &format!("--namespace={}", ns.name),
+            "--leader-elect=true",
+            &format!("--leader-elect-resource-name={lease_name}"),
+            "--bind-address=127.0.0.1",
+            &format!("--secure-port={port}"),
+        ]);
+        assert!(ok, "podman run failed:\n{out}");
+        let _container = Container;
+        let logs = || podman(&["logs", NAME]).1;
+        let readyz = move || {
+            Command::new("curl")
+                .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2"])
+                .arg(format!("https://127.0.0.1:{port}/readyz"))
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default()
+        };
+        wait_for(
+            "the container's /readyz over HTTPS",
+            Duration::from_secs(60),
+            || {
+                let code = readyz();
+                async move { if code == "200" { Ok(()) } else { Err(code) } }
+            },
+        )
+        .await;
+        let ready_after = started.elapsed();
+        println!(
+            "container start to ready (/readyz 200): {} ms",
+            ready_after.as_millis()
+        );
+        let (_, user) = podman(&[
+            "inspect",
+            "--format",
+            "{{.Config.User}} {{.HostConfig.ReadonlyRootfs}}",
+            NAME,
+        ]);
+        assert_eq!(user.trim(), "65532:65532 true");
+
+        let leases: Api<Lease> = Api::namespaced(cluster.client.clone(), "kube-system");
+        wait_for("the container to hold the Lease", Duration::from_secs(60), || {
+            let leases = leases.clone();
+            let lease_name = lease_name.clone();
+            async move {
+                let l = leases.get(&lease_name).await.map_err(|e| e.to_string())?;
+                match l.spec.and_then(|s| s.holder_identity) {
+                    Some(h) if !h.is_empty() => Ok(()),
+                    other => Err(format!("holder {other:?}")),
+                }
+            }
+        })
+        .await;
+
+        ns.replicaset_becomes_ready("from-the-image", 2).await;
+
+        let stopping = tokio::time::Instant::now();
+        let (ok, out) = podman(&["stop", "-t", &GRACE_SECONDS.to_string(), NAME]);
+        assert!(ok, "podman stop: {out}");
+        let stopped_in = stopping.elapsed();
+        let (_, code) = podman(&["inspect", "--format", "{{.State.ExitCode}}", NAME]);
+        let log = logs();
+        assert_eq!(code.trim(), "0", "exit code after SIGTERM; logs:\n{log}");
+        assert!(
+            stopped_in < Duration::from_secs(GRACE_SECONDS),
+            "stopped after {stopped_in:?}"
+        );
+        assert!(!log.contains("panicked"), "{log}");
+        println!("container stopped on SIGTERM in {} ms", stopped_in.as_millis());
+    })
+    .await;
+}

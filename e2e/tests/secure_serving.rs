@@ -1,0 +1,344 @@
+//! Secure serving, against upstream kube-controller-manager on the same control plane: the same
+//! requests (no credentials, ServiceAccount tokens with and without the shipped metrics-reader
+//! ClusterRole, client certificates signed by the cluster CA, expired and foreign certificates, a
+//! garbage token, plain HTTP, an unknown path) get the same status codes and the same `Status`
+//! bodies from both. kcm-rs keeps reconciling a ReplicaSet while it is fed bad requests. Also: a
+//! given certificate is served, the generated one names localhost and 127.0.0.1, and
+//! `--tls-min-version=VersionTLS13` refuses TLS 1.2.
+
+use std::{process::Command, time::Duration};
+
+use kcm_rs_e2e::{
+    Cluster, KcmRs, Mode, ModeGuard,
+    serving::{Creds, UpstreamKcm, a_ca, client_cert, cluster_ca, https_get, normalized, plain_http_get},
+    wait_for, with_namespace,
+};
+use rcgen::{CertificateParams, DnType, KeyPair};
+
+#[tokio::test]
+async fn disruptive_serves_like_upstream_kcm_and_keeps_reconciling() {
+    let cluster = Cluster::connect().await;
+    cluster.apply_shipped_rbac();
+    let _mode = ModeGuard::enter(&cluster, Mode::Replace);
+    with_namespace(cluster.clone(), "secure-serving", |ns| async move {
+        let cluster = &ns.cluster;
+        let n = ns.name.as_str();
+        for sa in ["reader", "nobody"] {
+            cluster.kubectl(&["create", "serviceaccount", sa, "-n", n]);
+        }
+        let binding = format!("{n}-metrics-reader");
+        cluster.kubectl(&[
+            "create",
+            "clusterrolebinding",
+            &binding,
+            "--clusterrole=kcm-rs-metrics-reader",
+            &format!("--serviceaccount={n}:reader"),
+            "--user=cert-reader",
+        ]);
+        let token = |sa: &str| {
+            cluster
+                .kubectl(&["create", "token", sa, "-n", n])
+                .trim()
+                .to_owned()
+        };
+        let dir = cluster.run_dir.join(format!("secure-serving-{n}"));
+        std::fs::create_dir_all(&dir).expect("cert dir");
+        let ca = cluster_ca(cluster);
+        let (foreign, _) = a_ca("foreign-ca");
+        let reader_token = token("reader");
+        let cases: Vec<(&str, &str, Creds, u16)> = vec![
+            ("no credentials, /healthz", "/healthz", Creds::default(), 200),
+            ("no credentials, /metrics", "/metrics", Creds::default(), 403),
+            (
+                "garbage token, /healthz",
+                "/healthz",
+                Creds {
+                    token: Some("garbage".into()),
+                    cert: None,
+                },
+                401,
+            ),
+            (
+                "garbage token, /metrics",
+                "/metrics",
+                Creds {
+                    token: Some("garbage".into()),
+                    cert: None,
+                },
+                401,
+            ),
+            (
+                "token without the role",
+                "/metrics",
+                Creds {
+                    token: Some(token("nobody")),
+                    cert: None,
+                },
+                403,
+            ),
+            (
+                "token with the role",
+                "/metrics",
+                Creds {
+                    token: Some(reader_token.clone()),
+                    cert: None,
+                },
+                200,
+            ),
+            (
+                "token with the role, unknown path",
+                "/nope",
+                Creds {
+                    token: Some(reader_token.clone()),
+                    cert: None,
+                },
+                403,
+            ),
+            (
+                "cluster-CA certificate with the role",
+                "/metrics",
+                Creds {
+                    token: None,
+                    cert: Some(client_cert(&dir, "reader", "cert-reader", &[], (2020, 2099), &ca)),
+                },
+                200,
+            ),
+            (
+                "cluster-CA certificate without the role",
+                "/metrics",
+                Creds {
+                    token: None,
+                    cert: Some(client_cert(
+                        &dir,
+                        "other",
+                        "cert-other",
+                        &["dev"],
+                        (2020, 2099),
+                        &ca,
+                    )),
+                },
+                403,
+            ),
+            (
+                "system:masters certificate, unknown path",
+                "/nope",
+                Creds {
+                    token: None,
+                    cert: Some(client_cert(
+                        &dir,
+                        "root",
+                        "root",
+                        &["system:masters"],
+                        (2020, 2099),
+                        &ca,
+                    )),
+                },
+                404,
+            ),
+            (
+                "expired certificate",
+                "/healthz",
+                Creds {
+                    token: None,
+                    cert: Some(client_cert(
+                        &dir,
+                        "expired",
+                        "cert-reader",
+                        &[],
+                        (2000, 2001),
+                        &ca,
+                    )),
+                },
+                401,
+            ),
+            (
+                "foreign certificate",
+                "/metrics",
+                Creds {
+                    token: None,
+                    cert: Some(client_cert(
+                        &dir,
+                        "foreign",
+                        "cert-reader",
+                        &[],
+                        (2020, 2099),
+                        &foreign,
+                    )),
+                },
+                401,
+            ),
+        ];
+
+        let upstream = UpstreamKcm::start(cluster);
+        let kcm = KcmRs::start(
+            cluster,
+            "secure-serving",
+            &["--controllers=replicaset-controller"],
+        )
+        .await;
+        for port in [upstream.port, kcm.port] {
+            wait_for(
+                &format!("/healthz on {port}"),
+                Duration::from_secs(60),
+                || async move {
+                    match https_get(port, "/healthz", &Creds::default()).0 {
+                        200 => Ok(()),
+                        code => Err(code),
+                    }
+                },
+            )
+            .await;
+        }
+        // The client CA comes from the API server's ConfigMap in both: wait until a certificate works.
+        let reader_cert = cases[7].2.clone();
+        assert!(
+            reader_cert.cert.is_some(),
+            "case 7 is the cluster-CA certificate with the role"
+        );
+        for port in [upstream.port, kcm.port] {
+            let creds = reader_cert.clone();
+            wait_for(
+                &format!("client certificates accepted on {port}"),
+                Duration::from_secs(90),
+                || {
+                    let creds = creds.clone();
+                    async move {
+                        match https_get(port, "/metrics", &creds).0 {
+                            200 => Ok(()),
+                            code => Err(code),
+                        }
+                    }
+                },
+            )
+            .await;
+        }
+
+        let mut mismatches = Vec::new();
+        for (name, path, creds, want) in &cases {
+            let (up_code, up_body) = https_get(upstream.port, path, creds);
+            let (our_code, our_body) = https_get(kcm.port, path, creds);
+            if up_code != *want || our_code != *want {
+                mismatches.push(format!(
+                    "{name}: want {want}, upstream {up_code}, kcm-rs {our_code}: {our_body}"
+                ));
+            } else if *want != 200 && normalized(&up_body) != normalized(&our_body) {
+                mismatches.push(format!(
+                    "{name}: bodies differ\n  upstream: {up_body}\n  kcm-rs:   {our_body}"
+                ));
+            } else if *want == 200
+                && *path == "/metrics"
+                && !our_body.contains("workqueue_adds_total{name=\"replicaset\"}")
+            {
+                mismatches.push(format!(
+                    "{name}: no replicaset workqueue series in kcm-rs /metrics"
+                ));
+            }
+        }
+        // kcm-rs also serves /livez and /readyz (upstream KCM answers 404 there), always allowed.
+        for path in ["/livez", "/readyz"] {
+            let code = https_get(kcm.port, path, &Creds::default()).0;
+            if code != 200 {
+                mismatches.push(format!("{path} without credentials: kcm-rs {code}"));
+            }
+        }
+        let (up, ours) = (plain_http_get(upstream.port), plain_http_get(kcm.port));
+        if up != ours || up.0 != 400 {
+            mismatches.push(format!("plain HTTP: upstream {up:?}, kcm-rs {ours:?}"));
+        }
+        assert!(
+            mismatches.is_empty(),
+            "kcm-rs serves unlike upstream KCM:\n{}",
+            mismatches.join("\n")
+        );
+
+        // Bad requests meanwhile do not stop the controllers: scale a ReplicaSet through them.
+        let port = kcm.port;
+        let barrage = std::thread::spawn(move || {
+            for i in 0..60 {
+                let creds = Creds {
+                    token: Some(format!("garbage-{i}")),
+                    cert: None,
+                };
+                https_get(port, "/metrics", &creds);
+                plain_http_get(port);
+                let _ = Command::new("bash")
+                    .args([
+                        "-c",
+                        &format!("printf '\\x16\\x03\\x01\\x00' > /dev/tcp/127.0.0.1/{port}"),
+                    ])
+                    .status();
+            }
+        });
+        ns.replicaset_becomes_ready("served", 3).await;
+        barrage.join().expect("the barrage thread");
+        assert_eq!(https_get(kcm.port, "/healthz", &Creds::default()).0, 200);
+        let log = kcm.log_text();
+        assert!(!log.contains("panicked"), "kcm-rs panicked:\n{}", kcm.log_tail());
+        cluster.kubectl(&["delete", "clusterrolebinding", &binding]);
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_given_certificate_and_the_min_version_are_served() {
+    let cluster = Cluster::connect().await;
+    with_namespace(cluster.clone(), "tls-flags", |ns| async move {
+        let cluster = &ns.cluster;
+        let dir = cluster.run_dir.join(format!("tls-flags-{}", ns.name));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let (ca, ca_pem) = a_ca("serving-ca");
+        let ca_file = dir.join("ca.crt");
+        std::fs::write(&ca_file, ca_pem).expect("ca");
+        let mut p = CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("params");
+        p.distinguished_name.push(DnType::CommonName, "kcm-rs-e2e");
+        let key = KeyPair::generate().expect("key");
+        let (cert, key_file) = (dir.join("tls.crt"), dir.join("tls.key"));
+        std::fs::write(&cert, p.signed_by(&key, &ca).expect("cert").pem()).expect("cert");
+        std::fs::write(&key_file, key.serialize_pem()).expect("key");
+        let namespace = format!("--namespace={}", ns.name);
+
+        let given = KcmRs::start(
+            cluster,
+            "tls-given",
+            &[
+                "--shadow",
+                &namespace,
+                &format!("--tls-cert-file={}", cert.display()),
+                &format!("--tls-private-key-file={}", key_file.display()),
+                "--tls-min-version=VersionTLS13",
+            ],
+        )
+        .await;
+        let curl = |args: &[&str], port: u16| {
+            Command::new("curl")
+                .args(["-s", "-o", "/dev/null", "--max-time", "10"])
+                .args(args)
+                .arg(format!("https://127.0.0.1:{port}/healthz"))
+                .status()
+                .expect("curl")
+                .code()
+        };
+        let ca_arg = ca_file.display().to_string();
+        assert_eq!(curl(&["--cacert", &ca_arg], given.port), Some(0), "the given certificate verifies");
+        assert_eq!(curl(&["-k", "--tls-max", "1.2"], given.port), Some(35), "TLS 1.2 is refused");
+
+        let generated = KcmRs::start(cluster, "tls-generated", &["--shadow", &namespace]).await;
+        assert_eq!(curl(&[], generated.port), Some(60), "a self-signed certificate does not verify");
+        assert_eq!(curl(&["-k", "--tls-max", "1.2"], generated.port), Some(0), "TLS 1.2 is served by default");
+        let out = Command::new("bash")
+            .args([
+                "-c",
+                &format!(
+                    "openssl s_client -connect 127.0.0.1:{} </dev/null 2>/dev/null | openssl x509 -noout -ext subjectAltName",
+                    generated.port
+                ),
+            ])
+            .output()
+            .expect("openssl");
+        let san = String::from_utf8_lossy(&out.stdout);
+        assert!(san.contains("DNS:localhost") && san.contains("IP Address:127.0.0.1"), "{san}");
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await;
+}
