@@ -11,10 +11,12 @@
 //! KCM on the local control plane in `e2e/tests/secure_serving.rs`):
 //! - HTTPS only; a self-signed certificate for localhost/127.0.0.1 when no `--tls-cert-file` is
 //!   given, in memory or reused from `--cert-dir` (`serving_cert::tests`; e2e
-//!   `serves_like_upstream_kcm`, `a_given_certificate_is_served`).
+//!   `a_given_certificate_and_the_min_version_are_served`).
 //! - A plain-HTTP request to the port gets Go's `400 Client sent an HTTP request to an HTTPS
-//!   server` (e2e, compared with upstream).
-//! - `--tls-min-version` and `--tls-cipher-suites` take Go's names (`cipher_suites::tests`).
+//!   server` (e2e `disruptive_serves_like_upstream_kcm_and_keeps_reconciling`, which sends every
+//!   case here to upstream KCM and to kcm-rs and compares codes and bodies).
+//! - `--tls-min-version` and `--tls-cipher-suites` take Go's names (`cipher_suites::tests`; e2e:
+//!   `VersionTLS13` refuses a TLS 1.2 client).
 //! - No credentials: `system:anonymous`, so always-allowed paths answer and `/metrics` is 403
 //!   (upstream's answer; the issue asked for 401). A bad token or an untrusted or expired client
 //!   certificate: 401, even on `/healthz` (`tests::refusals`, e2e).

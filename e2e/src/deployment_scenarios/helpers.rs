@@ -141,27 +141,41 @@ pub(super) fn condition(d: &Deployment, type_: &str) -> Option<String> {
     Some(format!("{} ({})", c.status, c.reason.as_deref().unwrap_or("")))
 }
 
-/// `spec.replicas` of the ReplicaSets by revision.
-pub(super) async fn sizes(ns: &TestNamespace) -> BTreeMap<i64, i32> {
-    replica_sets(ns)
-        .await
-        .iter()
-        .map(|rs| {
-            (
-                revision(rs),
-                rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0),
-            )
-        })
-        .collect()
-}
-
-/// Waits until the ReplicaSets' `spec.replicas` by revision are `want` (all of them, in order).
+/// Waits until the ReplicaSets' `spec.replicas` by revision are `want` (all of them, in order) and
+/// each ReplicaSet has created its pods (`status.replicas` caught up): without the second part, what
+/// a scenario does next races the ReplicaSet controller, and "pods ever created" differs by a pod
+/// from run to run under either implementation.
 pub(super) async fn wait_sizes(ns: &TestNamespace, want: &[(i64, i32)]) {
     let want: BTreeMap<i64, i32> = want.iter().copied().collect();
-    wait_for(&format!("ReplicaSet sizes {want:?}"), DEFAULT_WAIT, || async {
-        let got = sizes(ns).await;
-        if got == want { Ok(()) } else { Err(got) }
-    })
+    wait_for(
+        &format!("ReplicaSet sizes {want:?}, pods created"),
+        DEFAULT_WAIT,
+        || async {
+            let rss = replica_sets(ns).await;
+            let got: BTreeMap<i64, i32> = rss
+                .iter()
+                .map(|rs| {
+                    (
+                        revision(rs),
+                        rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0),
+                    )
+                })
+                .collect();
+            let lagging: Vec<i64> = rss
+                .iter()
+                .filter(|rs| {
+                    let spec = rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+                    rs.status.as_ref().map_or(0, |s| s.replicas) != spec
+                })
+                .map(revision)
+                .collect();
+            if got == want && lagging.is_empty() {
+                Ok(())
+            } else {
+                Err((got, lagging))
+            }
+        },
+    )
     .await;
 }
 
