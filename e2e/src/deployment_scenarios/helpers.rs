@@ -225,12 +225,16 @@ pub(super) async fn outcome(ns: &TestNamespace, name: &str) -> Outcome {
         "status.observedGeneration == generation".into(),
         (s.observed_generation == d.metadata.generation).to_string(),
     );
-    let conditions: Vec<String> = s
+    // Conditions are a map keyed by type (`listType=map`), so their order means nothing, and
+    // upstream's own order depends on timing: a new ReplicaSet's status write puts Progressing first
+    // unless it hits a conflict, and then the next sync adds Available first. Compared by type.
+    let mut conditions: Vec<String> = s
         .conditions
         .iter()
         .flatten()
         .map(|c| format!("{}={} ({})", c.type_, c.status, c.reason.as_deref().unwrap_or("")))
         .collect();
+    conditions.sort();
     o.insert("status.conditions".into(), conditions.join(", "));
     let uid_to_rev: HashMap<String, i64> = replica_sets(ns)
         .await
