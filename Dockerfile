@@ -5,16 +5,10 @@
 FROM docker.io/library/rust:1.95.0-bookworm AS build
 WORKDIR /src
 COPY . .
-# The binary, exactly the shared libraries it loads, a passwd entry for uid 65532 and the CA bundle.
+# The binary, exactly the shared libraries it loads, a passwd entry for uid 65532 and the CA bundle:
+# the layout hack/image.sh builds, staged by the same script.
 RUN cargo build --locked --profile image -p kcm-rs \
- && mkdir -p /rootfs/usr/local/bin /rootfs/etc/ssl/certs /rootfs/tmp \
- && cp target/image/kcm-rs /rootfs/usr/local/bin/kcm-rs \
- && ldd target/image/kcm-rs | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' \
-    | while read -r lib; do install -D -m 0755 "$(readlink -f "$lib")" "/rootfs$lib"; done \
- && printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >/rootfs/etc/passwd \
- && printf 'root:x:0:\nnonroot:x:65532:\n' >/rootfs/etc/group \
- && cp /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ \
- && chmod 1777 /rootfs/tmp
+ && hack/image-rootfs.sh target/image/kcm-rs /rootfs
 
 FROM scratch
 COPY --from=build /rootfs/ /

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the kcm-rs OCI image without pulling anything: `buildah from scratch`, the release (profile image: LTO, stripped)
-# binary, exactly the shared libraries it links (from ldd: glibc, libm, libgcc_s, the loader), an
-# /etc/passwd entry for uid 65532, and the CA bundle of Debian's ca-certificates. Tags it kcm-rs:dev
+# Builds the kcm-rs OCI image without pulling anything: `buildah from scratch` over the root filesystem
+# hack/image-rootfs.sh stages (the binary of the `image` profile: LTO, stripped; the shared libraries
+# it loads; uid 65532; Debian's CA bundle). Tags it kcm-rs:dev
 # (KCM_RS_IMAGE overrides) in rootful podman's storage and prints its size.
 #
 # The Dockerfile builds the same layout for users with a registry; this script is what CI runs
@@ -24,16 +24,7 @@ ctr=
 cleanup() { rm -rf "$stage"; [ -z "$ctr" ] || buildah rm "$ctr" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 root=$stage/rootfs
-mkdir -p "$root/usr/local/bin" "$root/etc/ssl/certs" "$root/tmp"
-install -m 0755 "$bin" "$root/usr/local/bin/kcm-rs"
-# Every library the binary loads, at the path the loader looks for it (symlinks resolved).
-ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | while read -r lib; do
-  install -D -m 0755 "$(readlink -f "$lib")" "$root$lib"
-done
-printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$root/etc/passwd"
-printf 'root:x:0:\nnonroot:x:65532:\n' >"$root/etc/group"
-cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
-chmod 1777 "$root/tmp"
+"$here/image-rootfs.sh" "$bin" "$root"
 
 ctr=$(buildah from scratch)
 buildah copy "$ctr" "$root" / >/dev/null

@@ -127,22 +127,11 @@ impl KcmRs {
     /// as the cluster's admin, whose group skips authorization: (HTTP status, body).
     pub fn http_get(&self, path: &str) -> (u16, String) {
         let token = std::fs::read_to_string(self.run_dir.join("pki/admin.token")).expect("admin token");
-        let out = Command::new("curl")
-            .args([
-                "-sk",
-                "-H",
-                &format!("Authorization: Bearer {}", token.trim()),
-                "-o",
-                "-",
-                "-w",
-                "\n%{http_code}",
-                &format!("https://127.0.0.1:{}{path}", self.port),
-            ])
-            .output()
-            .expect("curl");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-        (code.trim().parse().unwrap_or(0), body.to_owned())
+        let creds = crate::serving::Creds {
+            token: Some(token.trim().to_owned()),
+            cert: None,
+        };
+        crate::serving::https_get(self.port, path, &creds)
     }
 
     pub fn pid(&self) -> u32 {

@@ -67,6 +67,16 @@ pub struct Creds {
 
 /// GET over HTTPS without checking the server's certificate: (status, body).
 pub fn https_get(port: u16, path: &str, creds: &Creds) -> (u16, String) {
+    curl_get(&format!("https://127.0.0.1:{port}{path}"), creds)
+}
+
+/// A plain-HTTP request to the HTTPS port: (status, body).
+pub fn plain_http_get(port: u16) -> (u16, String) {
+    curl_get(&format!("http://127.0.0.1:{port}/metrics"), &Creds::default())
+}
+
+/// GET `url` with curl, at most 10 s: (status, body); status 0 when nothing answered.
+fn curl_get(url: &str, creds: &Creds) -> (u16, String) {
     let mut cmd = Command::new("curl");
     cmd.args(["-sk", "--max-time", "10", "-o", "-", "-w", "\n%{http_code}"]);
     if let Some(t) = &creds.token {
@@ -75,25 +85,7 @@ pub fn https_get(port: u16, path: &str, creds: &Creds) -> (u16, String) {
     if let Some((c, k)) = &creds.cert {
         cmd.arg("--cert").arg(c).arg("--key").arg(k);
     }
-    let out = cmd
-        .arg(format!("https://127.0.0.1:{port}{path}"))
-        .output()
-        .expect("curl");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    (code.trim().parse().unwrap_or(0), body.to_owned())
-}
-
-/// A plain-HTTP request to the HTTPS port: (status, body).
-pub fn plain_http_get(port: u16) -> (u16, String) {
-    get_url(&format!("http://127.0.0.1:{port}/metrics"))
-}
-
-pub fn get_url(url: &str) -> (u16, String) {
-    let out = Command::new("curl")
-        .args(["-s", "--max-time", "10", "-o", "-", "-w", "\n%{http_code}", url])
-        .output()
-        .expect("curl");
+    let out = cmd.arg(url).output().expect("curl");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
     (code.trim().parse().unwrap_or(0), body.to_owned())

@@ -96,14 +96,19 @@ fn the_final_stage_has_no_shell_and_runs_as_a_numeric_non_root_user() {
 #[test]
 fn it_builds_what_hack_image_sh_builds() {
     let script = include_str!("../../../hack/image.sh");
-    for needle in [
-        "--profile image -p kcm-rs",
-        "nonroot:x:65532:65532",
-        "ca-certificates.crt",
-        "ldd ",
-    ] {
-        assert!(DOCKERFILE.contains(needle), "Dockerfile lacks {needle:?}");
-        assert!(script.contains(needle), "hack/image.sh lacks {needle:?}");
+    let rootfs = include_str!("../../../hack/image-rootfs.sh");
+    for text in [DOCKERFILE, script] {
+        assert!(
+            text.contains("--profile image -p kcm-rs"),
+            "both build the image profile"
+        );
+        assert!(
+            text.contains("image-rootfs.sh"),
+            "both stage the root filesystem with hack/image-rootfs.sh"
+        );
+    }
+    for needle in ["nonroot:x:65532:65532", "ca-certificates.crt", "ldd "] {
+        assert!(rootfs.contains(needle), "hack/image-rootfs.sh lacks {needle:?}");
     }
     assert!(script.contains("--user 65532:65532") && DOCKERFILE.contains("USER 65532:65532"));
 }

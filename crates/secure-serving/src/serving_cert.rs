@@ -50,15 +50,18 @@ pub fn load(
                 let (cert_pem, key_pem) = generate(bind)?;
                 write(dir, &c, cert_pem.as_bytes(), 0o644)?;
                 write(dir, &k, key_pem.as_bytes(), 0o600)?;
-                read_pair(&c, &k)
+                let origin = format!("self-signed, written to {} and {}", c.display(), k.display());
+                from_pem(cert_pem.as_bytes(), key_pem.as_bytes(), origin, &c, &k)
             }
             None => {
                 let (cert_pem, key_pem) = generate(bind)?;
+                let generated = Path::new("(generated)");
                 from_pem(
                     cert_pem.as_bytes(),
                     key_pem.as_bytes(),
                     "self-signed, in memory".into(),
-                    Path::new("(generated)"),
+                    generated,
+                    generated,
                 )
             }
         },
@@ -101,14 +104,8 @@ fn read_pair(cert: &Path, key: &Path) -> Result<ServingCert, ServingError> {
         &read(key)?,
         format!("{} and {}", cert.display(), key.display()),
         cert,
+        key,
     )
-    .map_err(|e| match e {
-        ServingError::ReadPem { reason, .. } if reason.contains("private key") => ServingError::ReadPem {
-            path: key.to_owned(),
-            reason,
-        },
-        e => e,
-    })
 }
 
 fn from_pem(
@@ -116,18 +113,20 @@ fn from_pem(
     key_pem: &[u8],
     origin: String,
     cert_path: &Path,
+    key_path: &Path,
 ) -> Result<ServingCert, ServingError> {
-    let bad = |reason: String| ServingError::ReadPem {
-        path: cert_path.to_owned(),
+    let bad = |path: &Path, reason: String| ServingError::ReadPem {
+        path: path.to_owned(),
         reason,
     };
     let chain = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| bad(format!("certificate: {e}")))?;
+        .map_err(|e| bad(cert_path, format!("certificate: {e}")))?;
     if chain.is_empty() {
-        return Err(bad("no certificate in the file".into()));
+        return Err(bad(cert_path, "no certificate in the file".into()));
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| bad(format!("private key: {e}")))?;
+    let key =
+        PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| bad(key_path, format!("private key: {e}")))?;
     Ok(ServingCert { chain, key, origin })
 }
 

@@ -62,15 +62,18 @@ impl ClientCa {
         let (leaf, intermediates) = chain
             .split_first()
             .ok_or_else(|| AuthnError::Certificate("no certificate".into()))?;
-        let subject = subject_of(leaf);
-        let failed =
-            |e: String| AuthnError::Certificate(format!("verifying certificate {subject} failed: {e}"));
-        let ee = webpki::EndEntityCert::try_from(leaf).map_err(|e| failed(e.to_string()))?;
-        let algs = rustls::crypto::ring::default_provider()
-            .signature_verification_algorithms
-            .all;
+        // Parsed once: the subject names the certificate in a refusal and the user on success.
+        let (_, cert) = X509Certificate::from_der(leaf)
+            .map_err(|e| AuthnError::Certificate(format!("unparseable client certificate: {e}")))?;
+        let failed = |e: webpki::Error| {
+            AuthnError::Certificate(format!(
+                "verifying certificate subject {:?} failed: {e}",
+                cert.subject().to_string()
+            ))
+        };
+        let ee = webpki::EndEntityCert::try_from(leaf).map_err(failed)?;
         ee.verify_for_usage(
-            algs,
+            webpki::ALL_VERIFICATION_ALGS,
             &self.anchors,
             intermediates,
             now,
@@ -78,8 +81,7 @@ impl ClientCa {
             None,
             None,
         )
-        .map_err(|e| failed(e.to_string()))?;
-        let (_, cert) = X509Certificate::from_der(leaf).map_err(|e| failed(e.to_string()))?;
+        .map_err(failed)?;
         let name = cert
             .subject()
             .iter_common_name()
@@ -97,13 +99,5 @@ impl ClientCa {
             groups,
             ..UserInfo::default()
         })
-    }
-}
-
-/// The subject for error messages, e.g. `CN="alice", O="dev"`.
-fn subject_of(der: &CertificateDer<'_>) -> String {
-    match X509Certificate::from_der(der) {
-        Ok((_, c)) => format!("subject {:?}", c.subject().to_string()),
-        Err(_) => "(unparseable)".to_owned(),
     }
 }
