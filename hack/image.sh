@@ -32,7 +32,12 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 buildah config --user 65532:65532 --port 10257 --entrypoint '["/usr/local/bin/kcm-rs"]' \
   --label org.opencontainers.image.title=kcm-rs --label "org.opencontainers.image.version=$version" \
   --label "org.opencontainers.image.revision=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$ctr"
+previous=$(podman image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)
 buildah commit --quiet --rm "$ctr" "$tag" >/dev/null
 ctr=
+# The image the tag pointed at before is left nameless by the commit: drop it (unless a container still
+# uses it) so that rebuilding does not pile up copies.
+now=$(podman image inspect --format '{{.Id}}' "$tag")
+[ -z "$previous" ] || [ "$previous" = "$now" ] || podman rmi "$previous" >/dev/null 2>&1 || true
 size=$(podman image inspect --format '{{.Size}}' "$tag")
 echo "[image] $tag: $size bytes ($((size / 1024 / 1024)) MiB)"
