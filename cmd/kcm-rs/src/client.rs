@@ -6,7 +6,8 @@
 //! burst of pod creates then waits behind itself, not in front of the lease renewal or the watches.
 //! Each names itself in its User-Agent (`kcm-rs/<name>`), which the API server's audit log and
 //! metrics show. In shadow mode every client refuses writes. (kube's client sets no rate limit and no
-//! User-Agent of its own.)
+//! User-Agent of its own.) All the clients of one configuration share one connection (see
+//! `transport`), as KCM's clientsets share client-go's cached transport.
 
 use std::{
     future::Future,
@@ -33,6 +34,7 @@ use tower::{Layer, Service};
 use crate::{
     flags::Args,
     serving_flags::{DELEGATION_BURST, DELEGATION_QPS, DelegationClients},
+    transport::{self, Transport},
 };
 
 /// What every User-Agent starts with (KCM's is `kube-controller-manager/<version> …/<name>`).
@@ -63,8 +65,11 @@ pub enum ClientError {
         name: String,
         source: InvalidHeaderValue,
     },
-    #[error("building the client {name:?}: {source}")]
-    Build { name: String, source: kube::Error },
+    #[error("the transport to {server}: {source}")]
+    Transport {
+        server: http::Uri,
+        source: Box<crate::transport::TransportError>,
+    },
 }
 
 /// The client configuration: `--kubeconfig`, else in-cluster, `$KUBECONFIG`, `~/.kube/config`; then
@@ -122,6 +127,8 @@ pub async fn delegation_clients(args: &Args, main: &kube::Config) -> Result<Dele
 #[derive(Clone)]
 pub struct Clients {
     config: kube::Config,
+    /// The connection every client built here shares (client-go's transport cache).
+    transport: Transport,
     quota: Quota,
     read_only: bool,
 }
@@ -132,7 +139,7 @@ impl std::fmt::Debug for Clients {
             .field("server", &self.config.cluster_url)
             .field("quota", &self.quota)
             .field("read_only", &self.read_only)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -145,21 +152,27 @@ impl Clients {
         let quota = Quota::with_period(period)
             .ok_or(ClientError::Qps { qps })?
             .allow_burst(NonZeroU32::new(burst).ok_or(ClientError::Burst)?);
+        let transport = transport::shared(&config).map_err(|source| ClientError::Transport {
+            server: config.cluster_url.clone(),
+            source: Box::new(source),
+        })?;
         Ok(Self {
             config,
+            transport,
             quota,
             read_only,
         })
     }
 
-    /// A new client with User-Agent `kcm-rs/<name>` and a token bucket of its own.
+    /// A new client with User-Agent `kcm-rs/<name>` and a token bucket of its own, over the shared
+    /// connection.
     pub fn client_for(&self, name: &str) -> Result<Client, ClientError> {
         let layers = self.layers_for(name)?;
-        let builder = ClientBuilder::try_from(self.config.clone()).map_err(|source| ClientError::Build {
-            name: name.to_owned(),
-            source,
-        })?;
-        Ok(builder.with_layer(&layers).build())
+        Ok(
+            ClientBuilder::new(self.transport.clone(), self.config.default_namespace.clone())
+                .with_layer(&layers)
+                .build(),
+        )
     }
 
     /// The middleware of the client `name`; each call makes a new token bucket.

@@ -20,6 +20,7 @@ mod job_metrics;
 mod metrics;
 mod server;
 mod serving_flags;
+mod transport;
 
 use std::{future::Future, process::ExitCode, sync::Arc, time::Duration};
 

@@ -1,0 +1,100 @@
+//! The one HTTP transport that every client built from a configuration shares, as client-go's
+//! transport cache gives every clientset of kube-controller-manager the same `http.Transport`: one
+//! TLS connection to the API server, HTTP/2, each request and watch a stream on it.
+//!
+//! kube's own `ClientBuilder::try_from(Config)` offers only HTTP/1.1 and a connection pool per client,
+//! so a burst of a few hundred pod creates opened as many TLS connections, each with a handshake on
+//! both sides, and every client kept its own idle ones. This module builds the same layers kube
+//! does (base URI, credentials, extra headers over a rustls connector built from the same
+//! configuration) around a hyper client that offers `h2` by ALPN, falls back to HTTP/1.1 where the
+//! server does not take it, and checks an HTTP/2 connection's health with pings as client-go does.
+
+use std::time::Duration;
+
+use http::{Request, Response};
+use hyper::body::Incoming;
+use hyper_rustls::{FixedServerNameResolver, HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::{
+    client::legacy::{Client as HyperClient, connect::HttpConnector},
+    rt::{TokioExecutor, TokioTimer},
+};
+use kube::client::{Body, ConfigExt as _};
+use rustls::pki_types::{InvalidDnsNameError, ServerName};
+use tower::{BoxError, ServiceBuilder, ServiceExt as _, util::BoxCloneSyncService};
+
+/// How long an HTTP/2 connection may read nothing before a ping checks it (client-go:
+/// `ReadIdleTimeout`, `readIdleTimeoutSeconds()` in apimachinery's pkg/util/net/http.go). A watch
+/// on a connection that died without a FIN would otherwise wait for the kernel's TCP timeout.
+pub const HTTP2_READ_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long that ping may go unanswered before the connection is closed and every stream on it fails
+/// (client-go: `PingTimeout`, `pingTimeoutSeconds()`, same file).
+pub const HTTP2_PING_TIMEOUT: Duration = Duration::from_secs(15);
+/// Dial timeout and TCP keep-alive period (client-go transport/cache.go: `net.Dialer{Timeout: 30s,
+/// KeepAlive: 30s}`).
+pub const DIAL_TIMEOUT: Duration = Duration::from_secs(30);
+pub const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+/// A stream's receive window: what one watch may have in flight before its reader takes it (Go's
+/// HTTP/2 transport: `transportDefaultStreamFlow`, 4 MiB).
+pub const HTTP2_STREAM_WINDOW: u32 = 4 << 20;
+/// The connection's receive window (Go: `transportDefaultConnFlow`, 1 GiB). Large, so that one slow
+/// watch filling its own window never holds back the lease renewal or another informer's stream.
+pub const HTTP2_CONNECTION_WINDOW: u32 = 1 << 30;
+
+/// A clonable handle on the shared transport with kube's credential and addressing layers on top;
+/// clones share the connection.
+pub type Transport = BoxCloneSyncService<Request<Body>, Response<Incoming>, BoxError>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    #[error("tls-server-name {name:?} is not a DNS name or IP address: {source}")]
+    ServerName {
+        name: String,
+        source: InvalidDnsNameError,
+    },
+}
+
+/// The transport for `config`: its server, CA, client certificate or token, `tls-server-name` and
+/// impersonation headers, as kube would apply them.
+pub fn shared(config: &kube::Config) -> Result<Transport, TransportError> {
+    let mut builder = HttpsConnectorBuilder::new()
+        .with_tls_config(config.rustls_client_config()?)
+        .https_or_http();
+    if let Some(name) = &config.tls_server_name {
+        let server_name =
+            ServerName::try_from(name.clone()).map_err(|source| TransportError::ServerName {
+                name: name.clone(),
+                source,
+            })?;
+        builder = builder.with_server_name_resolver(FixedServerNameResolver::new(server_name));
+    }
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(DIAL_TIMEOUT));
+    http.set_keepalive(Some(TCP_KEEPALIVE));
+    // ALPN offers h2, then http/1.1.
+    let https = builder.enable_http1().enable_http2().wrap_connector(http);
+
+    let client: HyperClient<HttpsConnector<HttpConnector>, Body> = HyperClient::builder(TokioExecutor::new())
+        .timer(TokioTimer::new())
+        .pool_timer(TokioTimer::new())
+        .http2_keep_alive_interval(HTTP2_READ_IDLE_TIMEOUT)
+        .http2_keep_alive_timeout(HTTP2_PING_TIMEOUT)
+        .http2_keep_alive_while_idle(true)
+        .http2_initial_stream_window_size(HTTP2_STREAM_WINDOW)
+        .http2_initial_connection_window_size(HTTP2_CONNECTION_WINDOW)
+        .build(https);
+
+    let service = ServiceBuilder::new()
+        .layer(config.base_uri_layer())
+        .option_layer(config.auth_layer()?)
+        .layer(config.extra_headers_layer()?)
+        .service(client.map_err(BoxError::from));
+    Ok(BoxCloneSyncService::new(service.map_err(BoxError::from)))
+}
+
+#[cfg(test)]
+#[path = "transport_tests.rs"]
+mod tests;
