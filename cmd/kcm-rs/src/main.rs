@@ -4,7 +4,8 @@
 //! with delegated authentication and authorization: `secure_serving`, flags in `serving_flags`), win the
 //! leader election, then start the enabled controllers on shared informers. The leader election, the
 //! informers and each controller talk to the API server through clients of their own (`client`), so
-//! that a controller's burst of writes cannot delay the lease renewal.
+//! that a controller's burst of writes cannot delay the lease renewal; the clients are streams on one
+//! shared HTTP/2 connection (`transport`), as KCM's are on client-go's cached transport.
 //!
 //! Losing the lease exits the process with status 1 at once, without draining the queues, as KCM's
 //! `OnStoppedLeading` does: another replica may already lead, and every further write could race

@@ -24,7 +24,8 @@ struct Server {
     versions: Arc<Mutex<Vec<Version>>>,
 }
 
-async fn serve(alpn: &[&[u8]]) -> Server {
+/// Answers 429 (Retry-After: 0) to the first `throttled` requests, then 200 `{}`.
+async fn serve(alpn: &[&[u8]], throttled: usize) -> Server {
     let key = rcgen::KeyPair::generate().unwrap();
     let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()])
         .unwrap()
@@ -50,16 +51,26 @@ async fn serve(alpn: &[&[u8]]) -> Server {
     let connections = Arc::new(AtomicUsize::new(0));
     let versions = Arc::new(Mutex::new(Vec::new()));
     let (count, seen) = (connections.clone(), versions.clone());
+    let answered = Arc::new(AtomicUsize::new(0));
     tokio::spawn(async move {
         loop {
             let (tcp, _) = listener.accept().await.unwrap();
             count.fetch_add(1, Ordering::SeqCst);
-            let (acceptor, seen) = (acceptor.clone(), seen.clone());
+            let (acceptor, seen, answered) = (acceptor.clone(), seen.clone(), answered.clone());
             tokio::spawn(async move {
                 let tls = acceptor.accept(tcp).await.unwrap();
                 let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
                     seen.lock().push(req.version());
-                    async { Ok::<_, Infallible>(Response::new("{}".to_owned())) }
+                    let throttle = answered.fetch_add(1, Ordering::SeqCst) < throttled;
+                    async move {
+                        let mut resp = Response::new("{}".to_owned());
+                        if throttle {
+                            *resp.status_mut() = http::StatusCode::TOO_MANY_REQUESTS;
+                            resp.headers_mut()
+                                .insert("retry-after", http::HeaderValue::from_static("0"));
+                        }
+                        Ok::<_, Infallible>(resp)
+                    }
                 });
                 let _ = auto::Builder::new(hyper_util::rt::TokioExecutor::new())
                     .serve_connection(TokioIo::new(tls), service)
@@ -100,7 +111,7 @@ async fn burst(clients: &Clients, n: usize) {
 /// exists each open one, as the pool learns the protocol only from ALPN; those stay pooled too.)
 #[tokio::test]
 async fn every_client_shares_one_http2_connection() {
-    let server = serve(&[b"h2", b"http/1.1"]).await;
+    let server = serve(&[b"h2", b"http/1.1"], 0).await;
     let clients = clients(&server);
     burst(&clients, 1).await;
     burst(&clients, 50).await;
@@ -112,11 +123,19 @@ async fn every_client_shares_one_http2_connection() {
 
 #[tokio::test]
 async fn a_server_without_http2_is_spoken_to_in_http1() {
-    let server = serve(&[b"http/1.1"]).await;
+    let server = serve(&[b"http/1.1"], 0).await;
     burst(&clients(&server), 4).await;
     let versions = server.versions.lock().clone();
     assert_eq!(versions.len(), 4);
     assert!(versions.iter().all(|v| *v == Version::HTTP_11), "{versions:?}");
+}
+
+/// kube's default retry stays: a throttled request is sent again, after the server's Retry-After.
+#[tokio::test]
+async fn throttled_requests_are_retried() {
+    let server = serve(&[b"h2", b"http/1.1"], 2).await;
+    burst(&clients(&server), 1).await;
+    assert_eq!(server.versions.lock().len(), 3);
 }
 
 #[test]
