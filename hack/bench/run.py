@@ -258,7 +258,7 @@ def rs_workload(api, ns, n, pods, ev):
     # controllers replace it from that moment, as they count a terminating pod as gone: the trigger is
     # the first event that carries it, not the DELETED that follows (which came after the replacement and
     # left this bench with 0-2 samples of 20).
-    return converge, reaction(ev["pods"][mark:], trigger=lambda t, o: terminating(t, o),
+    return converge, reaction(ev["pods"][mark:], trigger=terminating,
                               answer=lambda t, o: t == "ADDED", key=owner_uid)
 
 
@@ -299,7 +299,7 @@ def scale_workload(api, ns, size, ev):
             last = r
     for t, up_ in triggers:
         answers = [pt for pt, pty, po in pod_events if pt >= t and
-                   ((up_ and pty == "ADDED") or (not up_ and (pty == "DELETED" or po["metadata"].get("deletionTimestamp"))))]
+                   ((up_ and pty == "ADDED") or (not up_ and terminating(pty, po)))]
         if answers:
             lat.append(min(answers) - t)
     return up + down, lat
