@@ -226,3 +226,48 @@ async fn cancel_stops_the_reflector() {
         .expect("stops at once")
         .unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_body_cut_anywhere_gives_every_event_once_in_order() {
+    let api = FakeApi::default();
+    api.list_pods("10", &[pod("ns", "a", "5"), pod("ns", "b", "6")]);
+    let mut body = Vec::new();
+    for e in [
+        event("ADDED", pod("ns", "c", "11")),
+        event("MODIFIED", pod("ns", "a", "12")),
+        event("DELETED", pod("ns", "b", "13")),
+    ] {
+        body.extend(serde_json::to_vec(&e).unwrap());
+        body.extend(b"\n\n"); // an empty line between events is skipped
+    }
+    // Chunks of 7 bytes: lines start and end mid-chunk, and span many chunks.
+    let chunks = body.chunks(7).map(bytes::Bytes::copy_from_slice).collect();
+    api.watch_answer(Answer::Lines(chunks));
+    let (mut rx, cancel) = start(&api, false);
+    next(&mut rx).await;
+    let got = [
+        describe(&next(&mut rx).await),
+        describe(&next(&mut rx).await),
+        describe(&next(&mut rx).await),
+    ];
+    assert_eq!(got, ["added c", "modified a", "deleted b"]);
+    cancel.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_refused_as_expired_relists_at_the_last_rv() {
+    let api = FakeApi::default();
+    api.list_pods("10", &[pod("ns", "a", "5")]);
+    api.watch_answer(Answer::Json(
+        410,
+        status(410, "Expired", "too old resource version: 10 (15)"),
+    ));
+    api.list_pods("20", &[pod("ns", "z", "19")]);
+    let (mut rx, cancel) = start(&api, false);
+    next(&mut rx).await;
+    assert_eq!(describe(&next(&mut rx).await), "replace@20 [\"z\"]");
+    let reqs = api.requests();
+    assert!(reqs[1].starts_with("WATCH"), "{reqs:?}");
+    assert_eq!(param(&reqs[2], "resourceVersion"), Some("10"), "{reqs:?}");
+    cancel.cancel();
+}
