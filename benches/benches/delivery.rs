@@ -119,7 +119,8 @@ fn bench(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(10));
     let lines = &encoded;
     g.bench_function("watch events to handler", |b| {
-        b.to_async(&rt).iter_custom(|iters| cpu_time_of(iters, || deliver::<Pod>(lines)))
+        b.to_async(&rt)
+            .iter_custom(|iters| cpu_time_of(iters, || deliver::<Pod>(lines)))
     });
     g.bench_function("watch events to handler, CompactPod", |b| {
         b.to_async(&rt)
