@@ -21,7 +21,7 @@ use std::{
 
 use governor::{
     DefaultDirectRateLimiter, Quota, RateLimiter,
-    clock::{Clock as _, DefaultClock},
+    clock::Clock as _,
 };
 use http::{HeaderValue, Method, Request, header::InvalidHeaderValue, header::USER_AGENT};
 use kube::{
@@ -286,7 +286,7 @@ where
             match self.limiter.check() {
                 Ok(()) => self.permitted = true,
                 Err(not_until) => {
-                    let delay = not_until.wait_time_from(DefaultClock::default().now());
+                    let delay = not_until.wait_time_from(self.limiter.clock().now());
                     self.wait = Some(Box::pin(tokio::time::sleep(delay)));
                 }
             }

@@ -14,8 +14,8 @@ use k8s_openapi::{
     jiff::Timestamp,
 };
 use kube::{
-    Api, Client,
-    api::{Patch, PatchParams, PostParams},
+    Client,
+    api::{Patch, PatchParams},
 };
 use parking_lot::Mutex;
 use serde_json::json;
@@ -119,11 +119,15 @@ async fn write_events(
         if let Some((name, ns, count)) = &decision.existing {
             let count = count + 1;
             let patch = json!({"count": count, "lastTimestamp": stamp, "message": decision.message});
-            let api: Api<Event> = Api::namespaced(client.clone(), ns);
-            if api
-                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .is_ok()
+            if crate::writes::patch::<Event, _>(
+                &client,
+                ns,
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .is_ok()
             {
                 correlator.written(decision.key, name.clone(), ns.clone(), count);
                 continue;
@@ -166,8 +170,7 @@ async fn write_events(
             reporting_instance,
             ..Event::default()
         };
-        let api: Api<Event> = Api::namespaced(client.clone(), &namespace);
-        match api.create(&PostParams::default(), &event).await {
+        match crate::writes::create(&client, &namespace, &event).await {
             Ok(_) => correlator.written(decision.key, name, namespace, 1),
             // Namespaces being deleted refuse events; nothing to report then.
             Err(e) => tracing::debug!(reason = ev.reason, "could not write event: {e}"),

@@ -3,7 +3,8 @@
 //! `compact_pod::tests`), expectations, pod control with events, controller-reference claims, the
 //! scale-down ranking, slow start, pod predicates, and the worker loop every controller runs (`worker`:
 //! panic isolation and a bounded shutdown). Decisions here are pure functions; the few functions that
-//! write (`pod_control`, `claim`, `events`) are the executors' building blocks.
+//! write (`pod_control`, `claim`, `events`, and `writes`, which decodes only the name and resourceVersion
+//! of a write's answer) are the executors' building blocks.
 #![forbid(unsafe_code)]
 
 pub mod claim;
@@ -26,6 +27,7 @@ pub mod status_writer;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod worker;
+pub mod writes;
 
 pub use clock::{Clock, SystemClock};
 pub use compact_pod::Pod as CompactPod;
@@ -36,3 +38,4 @@ pub use features::FeatureGates;
 pub use pod_control::{KubePodControl, PodControl};
 pub use ref_manager::{Claim, Owner};
 pub use worker::{Reconciler, WorkerOptions, run_workers};
+pub use writes::Written;

@@ -7,8 +7,8 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
 use kube::{
-    Api, Client,
-    api::{DeleteParams, Patch, PatchParams, PostParams},
+    Client,
+    api::{DeleteParams, Patch, PatchParams},
 };
 
 use crate::{
@@ -16,6 +16,7 @@ use crate::{
     errors::{ControlError, message_of},
     events::{EventRecorder, TYPE_NORMAL, TYPE_WARNING},
     ref_manager::Owner,
+    writes::{self, Written},
 };
 
 pub const REASON_SUCCESSFUL_CREATE: &str = "SuccessfulCreate";
@@ -26,12 +27,12 @@ pub const REASON_FAILED_DELETE: &str = "FailedDelete";
 /// Pod writes a controller makes. Implemented against the API server by [`KubePodControl`] and by
 /// fakes in tests.
 pub trait PodControl: Send + Sync + 'static {
-    /// Creates a pod from `template`, controlled by `owner`.
+    /// Creates a pod from `template`, controlled by `owner`; returns its name and resourceVersion.
     fn create_pod(
         &self,
         owner: &Owner,
         template: &PodTemplateSpec,
-    ) -> impl Future<Output = Result<Pod, ControlError>> + Send;
+    ) -> impl Future<Output = Result<Written, ControlError>> + Send;
     /// Creates a pod from `template` named `<generate_name><random>` (the Job controller's indexed
     /// pods). The default ignores the name, for fakes that do not care.
     fn create_pod_with_generate_name(
@@ -39,7 +40,7 @@ pub trait PodControl: Send + Sync + 'static {
         owner: &Owner,
         template: &PodTemplateSpec,
         generate_name: &str,
-    ) -> impl Future<Output = Result<Pod, ControlError>> + Send {
+    ) -> impl Future<Output = Result<Written, ControlError>> + Send {
         let _ = generate_name;
         self.create_pod(owner, template)
     }
@@ -57,15 +58,15 @@ pub trait PodControl: Send + Sync + 'static {
         name: &str,
         patch: &serde_json::Value,
     ) -> impl Future<Output = Result<(), ControlError>> + Send;
-    /// [`Self::patch_pod`], returning the patched pod where the implementation has it. Upstream's
-    /// `PatchPod` hands it to `OnWrite`, so that the ReplicaSet's next sync waits until its cache
-    /// shows the adoption. The default (fakes that do not care) returns none.
+    /// [`Self::patch_pod`], returning the patched pod's resourceVersion where the implementation
+    /// has it. Upstream's `PatchPod` hands the pod to `OnWrite`, so that the ReplicaSet's next sync
+    /// waits until its cache shows the adoption. The default (fakes that do not care) returns none.
     fn patch_pod_returning(
         &self,
         namespace: &str,
         name: &str,
         patch: &serde_json::Value,
-    ) -> impl Future<Output = Result<Option<Pod>, ControlError>> + Send {
+    ) -> impl Future<Output = Result<Option<Written>, ControlError>> + Send {
         async move { self.patch_pod(namespace, name, patch).await.map(|()| None) }
     }
 }
@@ -136,9 +137,8 @@ impl KubePodControl {
 
 impl KubePodControl {
     /// Creates `pod` and records the event upstream's `RealPodControl` records.
-    async fn create(&self, owner: &Owner, pod: Pod) -> Result<Pod, ControlError> {
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &owner.namespace);
-        match api.create(&PostParams::default(), &pod).await {
+    async fn create(&self, owner: &Owner, pod: Pod) -> Result<Written, ControlError> {
+        match writes::create(&self.client, &owner.namespace, &pod).await {
             Ok(created) => {
                 let name = created.metadata.name.clone().unwrap_or_default();
                 self.recorder.record(
@@ -166,7 +166,7 @@ impl KubePodControl {
 }
 
 impl PodControl for KubePodControl {
-    async fn create_pod(&self, owner: &Owner, template: &PodTemplateSpec) -> Result<Pod, ControlError> {
+    async fn create_pod(&self, owner: &Owner, template: &PodTemplateSpec) -> Result<Written, ControlError> {
         let pod = pod_from_template(owner, template)?;
         self.create(owner, pod).await
     }
@@ -176,16 +176,15 @@ impl PodControl for KubePodControl {
         owner: &Owner,
         template: &PodTemplateSpec,
         generate_name: &str,
-    ) -> Result<Pod, ControlError> {
+    ) -> Result<Written, ControlError> {
         let mut pod = pod_from_template(owner, template)?;
         pod.metadata.generate_name = Some(generate_name.to_owned());
         self.create(owner, pod).await
     }
     async fn delete_pod(&self, owner: &Owner, pod: &CompactPod) -> Result<(), ControlError> {
         let name = pod.metadata.name.clone().unwrap_or_default();
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &owner.namespace);
-        match api.delete(&name, &DeleteParams::default()).await {
-            Ok(_) => {
+        match writes::delete::<Pod>(&self.client, &owner.namespace, &name, &DeleteParams::default()).await {
+            Ok(()) => {
                 self.recorder.record(
                     &object_reference(owner),
                     TYPE_NORMAL,
@@ -225,12 +224,17 @@ impl PodControl for KubePodControl {
         namespace: &str,
         name: &str,
         patch: &serde_json::Value,
-    ) -> Result<Option<Pod>, ControlError> {
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        api.patch(name, &PatchParams::default(), &Patch::Strategic(patch))
-            .await
-            .map(Some)
-            .map_err(|e| ControlError::api("patch pod", format!("{namespace}/{name}"), e))
+    ) -> Result<Option<Written>, ControlError> {
+        writes::patch::<Pod, _>(
+            &self.client,
+            namespace,
+            name,
+            &PatchParams::default(),
+            &Patch::Strategic(patch),
+        )
+        .await
+        .map(Some)
+        .map_err(|e| ControlError::api("patch pod", format!("{namespace}/{name}"), e))
     }
 }
 
@@ -240,7 +244,7 @@ impl PodControl for KubePodControl {
 pub struct NoWrites;
 
 impl PodControl for NoWrites {
-    async fn create_pod(&self, owner: &Owner, _: &PodTemplateSpec) -> Result<Pod, ControlError> {
+    async fn create_pod(&self, owner: &Owner, _: &PodTemplateSpec) -> Result<Written, ControlError> {
         Err(ControlError::Refused {
             what: format!("creating a pod for {}", owner.key()),
             message: "read-only".into(),

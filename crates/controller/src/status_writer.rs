@@ -1,9 +1,12 @@
 //! Writing status to the status subresource.
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
-use kube::{Api, Client, api::PostParams};
+use kube::{Api, Client};
 
-use crate::errors::ControlError;
+use crate::{
+    errors::ControlError,
+    writes::{self, Written},
+};
 
 /// Writes `status` (with `observedGeneration` set to the generation acted on) with a full PUT of the
 /// status subresource; on failure reads the ReplicaSet again and retries once (upstream
@@ -12,7 +15,7 @@ pub async fn write_replica_set_status(
     client: &Client,
     rs: &ReplicaSet,
     mut status: ReplicaSetStatus,
-) -> Result<ReplicaSet, ControlError> {
+) -> Result<Written, ControlError> {
     let ns = rs.metadata.namespace.clone().unwrap_or_default();
     let name = rs.metadata.name.clone().unwrap_or_default();
     let key = format!("{ns}/{name}");
@@ -21,7 +24,7 @@ pub async fn write_replica_set_status(
     let mut body = rs.clone();
     body.metadata.managed_fields = None;
     body.status = Some(status.clone());
-    let first = put(&api, &name, &body).await;
+    let first = writes::replace_status(client, &ns, &name, &body).await;
     let Err(first_err) = first else {
         return first.map_err(|e| ControlError::api("update status", key, e));
     };
@@ -31,11 +34,7 @@ pub async fn write_replica_set_status(
         .await
         .map_err(|e| ControlError::api("get replicaset", key.clone(), e))?;
     fresh.status = Some(status);
-    put(&api, &name, &fresh)
+    writes::replace_status(client, &ns, &name, &fresh)
         .await
         .map_err(|e| ControlError::api("update status", key, e))
-}
-
-async fn put(api: &Api<ReplicaSet>, name: &str, body: &ReplicaSet) -> kube::Result<ReplicaSet> {
-    api.replace_status(name, &PostParams::default(), body).await
 }

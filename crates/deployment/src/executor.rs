@@ -6,16 +6,17 @@
 use std::{sync::Arc, time::Duration};
 
 use controller::{
-    Clock, ControlError, EventRecorder, Owner,
+    Clock, ControlError, EventRecorder, Owner, Written,
     events::TYPE_WARNING,
     pod_control::object_reference,
     ref_manager::{adopt_patch, release_patch},
+    writes,
 };
 use informer::{Lister, ObjectKey};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use kube::{
     Api, Client,
-    api::{DeleteParams, Patch, PatchParams, PostParams},
+    api::{DeleteParams, Patch, PatchParams},
 };
 
 use crate::{
@@ -104,16 +105,16 @@ impl Executor {
             }
         };
         emit(&a.events);
-        let api: Api<ReplicaSet> = Api::namespaced(self.client.clone(), &owner.namespace);
+        let (client, ns) = (&self.client, owner.namespace.as_str());
         if let Some(create) = &a.create {
-            match api.create(&PostParams::default(), &create.rs).await {
+            match writes::create(client, ns, &create.rs).await {
                 Ok(_) => emit(&create.events),
                 Err(e) => return self.create_failed(key, owner, d, &a, create, e).await,
             }
         }
         for u in &a.updates {
             let name = rsu::name(&u.rs);
-            api.replace(name, &PostParams::default(), &u.rs)
+            writes::replace(client, ns, name, &u.rs)
                 .await
                 .map_err(|e| SyncError::Update {
                     key: key.clone(),
@@ -123,8 +124,8 @@ impl Executor {
         }
         for rs in &a.deletes {
             let name = rsu::name(rs);
-            match api.delete(name, &DeleteParams::default()).await {
-                Ok(_) => {}
+            match writes::delete::<ReplicaSet>(client, ns, name, &DeleteParams::default()).await {
+                Ok(()) => {}
                 Err(kube::Error::Api(s)) if s.code == 404 => {}
                 Err(e) => {
                     return Err(SyncError::Delete {
@@ -142,11 +143,9 @@ impl Executor {
             self.write_status(key, w).await?;
         }
         if let Some((w, events)) = &a.rollback {
-            let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), &owner.namespace);
             let mut body = w.clone();
             body.metadata.managed_fields = None;
-            deployments
-                .replace(&owner.name, &PostParams::default(), &body)
+            writes::replace(client, ns, &owner.name, &body)
                 .await
                 .map_err(|e| SyncError::Rollback {
                     key: key.clone(),
@@ -231,13 +230,12 @@ impl Executor {
 
     /// Writes the Deployment's status and annotations through the status subresource (a full PUT,
     /// as upstream's `UpdateStatus`; no retry: a conflict is retried by the next sync).
-    async fn write_status(&self, key: &ObjectKey, w: &Deployment) -> Result<Deployment, SyncError> {
-        let ns = w.metadata.namespace.clone().unwrap_or_default();
-        let name = w.metadata.name.clone().unwrap_or_default();
-        let api: Api<Deployment> = Api::namespaced(self.client.clone(), &ns);
+    async fn write_status(&self, key: &ObjectKey, w: &Deployment) -> Result<Written, SyncError> {
+        let ns = w.metadata.namespace.as_deref().unwrap_or_default();
+        let name = w.metadata.name.as_deref().unwrap_or_default();
         let mut body = w.clone();
         body.metadata.managed_fields = None;
-        api.replace_status(&name, &PostParams::default(), &body)
+        writes::replace_status(&self.client, ns, name, &body)
             .await
             .map_err(|e| SyncError::Status {
                 key: key.clone(),
@@ -253,7 +251,6 @@ impl Executor {
             key: key.clone(),
             source,
         };
-        let api: Api<ReplicaSet> = Api::namespaced(self.client.clone(), &owner.namespace);
         if !claims.adopt.is_empty() {
             self.can_adopt(owner).await.map_err(err)?;
         }
@@ -269,9 +266,15 @@ impl Executor {
             }));
         for (rs, patch) in patches {
             let name = rsu::name(rs);
-            match api
-                .patch(name, &PatchParams::default(), &Patch::Strategic(&patch))
-                .await
+            let patch = Patch::Strategic(&patch);
+            match writes::patch::<ReplicaSet, _>(
+                &self.client,
+                &owner.namespace,
+                name,
+                &PatchParams::default(),
+                &patch,
+            )
+            .await
             {
                 Ok(_) => {}
                 // Gone, or recreated under the same name (the UID precondition fails as Invalid).

@@ -12,13 +12,13 @@ use std::{
 };
 
 use bytes::Bytes;
-use controller::{ControlError, Owner, PodControl, pod_control::pod_from_template};
+use controller::{ControlError, Owner, PodControl, Written, pod_control::pod_from_template};
 use http::{Request, Response};
 use http_body_util::{BodyExt as _, Full};
 use k8s_openapi::{
     api::{
         batch::v1::{Job, JobStatus},
-        core::v1::{Pod as FullPod, PodStatus as FullPodStatus, PodTemplateSpec},
+        core::v1::{PodStatus as FullPodStatus, PodTemplateSpec},
     },
     apimachinery::pkg::apis::meta::v1::{OwnerReference, Time},
 };
@@ -110,7 +110,7 @@ impl FakeCluster {
         owner: &Owner,
         template: &PodTemplateSpec,
         prefix: Option<&str>,
-    ) -> Result<FullPod, ControlError> {
+    ) -> Result<Written, ControlError> {
         let mut pod = pod_from_template(owner, template)?;
         let mut w = self.0.lock();
         w.created += 1;
@@ -132,12 +132,12 @@ impl FakeCluster {
         });
         w.pod_writes.push(format!("create {name}"));
         w.add_pod(Pod::from(&pod));
-        Ok(pod)
+        Ok(Written::of(&pod.metadata))
     }
 }
 
 impl PodControl for FakeCluster {
-    async fn create_pod(&self, owner: &Owner, template: &PodTemplateSpec) -> Result<FullPod, ControlError> {
+    async fn create_pod(&self, owner: &Owner, template: &PodTemplateSpec) -> Result<Written, ControlError> {
         self.create(owner, template, None)
     }
 
@@ -146,7 +146,7 @@ impl PodControl for FakeCluster {
         owner: &Owner,
         template: &PodTemplateSpec,
         generate_name: &str,
-    ) -> Result<FullPod, ControlError> {
+    ) -> Result<Written, ControlError> {
         self.create(owner, template, Some(generate_name))
     }
 

@@ -14,7 +14,7 @@ use std::{
 };
 
 use bytes::Bytes;
-use controller::{Clock, ControlError, Owner, PodControl, pod_control::pod_from_template};
+use controller::{Clock, ControlError, Owner, PodControl, Written, pod_control::pod_from_template};
 use http::{Request, Response};
 use http_body_util::{BodyExt as _, Full};
 use k8s_openapi::{
@@ -173,7 +173,7 @@ fn api_error(verb: &'static str, name: &str, code: u16, reason: &str, message: &
 }
 
 impl PodControl for FakeServer {
-    async fn create_pod(&self, owner: &Owner, template: &PodTemplateSpec) -> Result<Pod, ControlError> {
+    async fn create_pod(&self, owner: &Owner, template: &PodTemplateSpec) -> Result<Written, ControlError> {
         let mut pod = pod_from_template(owner, template)?;
         let mut w = self.world.lock();
         w.created += 1;
@@ -182,9 +182,10 @@ impl PodControl for FakeServer {
         pod.metadata.uid = Some(format!("uid-{name}"));
         pod.metadata.resource_version = Some(w.next_rv());
         w.pod_writes.push(format!("create {name}"));
-        w.pods.insert(name, pod.clone());
+        let written = Written::of(&pod.metadata);
+        w.pods.insert(name, pod);
         self.clock.advance(w.create_takes);
-        Ok(pod)
+        Ok(written)
     }
 
     async fn delete_pod(&self, _: &Owner, pod: &controller::CompactPod) -> Result<(), ControlError> {
@@ -213,8 +214,8 @@ impl PodControl for FakeServer {
         _: &str,
         name: &str,
         patch: &Value,
-    ) -> Result<Option<Pod>, ControlError> {
-        self.patched(name, patch).map(Some)
+    ) -> Result<Option<Written>, ControlError> {
+        self.patched(name, patch).map(|p| Some(Written::of(&p.metadata)))
     }
 }
 
