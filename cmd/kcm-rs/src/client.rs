@@ -19,10 +19,7 @@ use std::{
     time::Duration,
 };
 
-use governor::{
-    DefaultDirectRateLimiter, Quota, RateLimiter,
-    clock::Clock as _,
-};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter, clock::Clock as _};
 use http::{HeaderValue, Method, Request, header::InvalidHeaderValue, header::USER_AGENT};
 use kube::{
     Client,

@@ -29,7 +29,7 @@ pub use informer::{
 };
 pub use key::ObjectKey;
 pub use metrics::{MetricsProvider, NoopMetrics, QueueMetrics, ReflectorMetrics, SyncMetrics};
-pub use reflector::{Reflector, ReflectorConfig, ReflectorError, ReflectorEvent};
+pub use reflector::{Reflector, ReflectorConfig, ReflectorError, ReflectorEvent, Snapshot};
 pub use selector::{LabelMatcher, SelectorError};
 pub use store::{Lister, Store};
 pub use transform::{Transform, strip_managed_fields};

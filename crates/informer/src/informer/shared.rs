@@ -232,11 +232,7 @@ where
             }
             // Only advances the resourceVersion, above.
             ReflectorEvent::Bookmark { .. } => {}
-            ReflectorEvent::Replace { objects, .. } => {
-                let listed: ahash::AHashMap<ObjectKey, Arc<K>> = objects
-                    .into_iter()
-                    .map(|o| (ObjectKey::of(&o), Arc::new(o)))
-                    .collect();
+            ReflectorEvent::Replace { objects: listed, .. } => {
                 let cached = match scope {
                     Some(ns) => self.store.index_keys(NAMESPACE_INDEX, ns).unwrap_or_default(),
                     None => self.store.list_keys(),

@@ -1,6 +1,7 @@
 //! The two ways a reflector gets a full snapshot: a paginated LIST, or a streaming list (watch-list).
 
-use ahash::AHashMap;
+use std::sync::Arc;
+
 use futures::{StreamExt as _, stream::BoxStream};
 use kube::{
     Resource,
@@ -9,7 +10,7 @@ use kube::{
 use serde::de::DeserializeOwned;
 
 use super::{
-    INITIAL_EVENTS_END_ANNOTATION, LIST_PAGE_SIZE, Reflector, ReflectorError, ReflectorEvent, Sink,
+    INITIAL_EVENTS_END_ANNOTATION, LIST_PAGE_SIZE, Reflector, ReflectorError, ReflectorEvent, Sink, Snapshot,
     errors::{is_expired, is_expired_status, is_watch_list_refused},
 };
 use crate::key::ObjectKey;
@@ -21,7 +22,7 @@ where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
     /// LISTs the scope following the resource-version rules; on Expired retries at once with "".
-    pub(super) async fn list(&mut self) -> Result<(Vec<K>, String), ReflectorError> {
+    pub(super) async fn list(&mut self) -> Result<(Snapshot<K>, String), ReflectorError> {
         loop {
             let rv = self.relist_resource_version();
             match self.list_at(&rv).await {
@@ -47,8 +48,8 @@ where
 
     /// One LIST at `rv`. Only consistent reads ("") are paginated: a list at "0" or at an RV is served
     /// from the watch cache, which ignores limits (client-go disables paging for them too).
-    async fn list_at(&self, rv: &str) -> kube::Result<(Vec<K>, String)> {
-        let mut items = Vec::new();
+    async fn list_at(&self, rv: &str) -> kube::Result<(Snapshot<K>, String)> {
+        let mut items = Snapshot::new();
         let mut continue_token: Option<String> = None;
         loop {
             let mut lp = ListParams::default();
@@ -61,7 +62,10 @@ where
                 lp.resource_version = Some(rv.to_owned());
             }
             let page = self.api.list(&lp).await?;
-            items.extend(page.items.into_iter().map(|o| self.apply_transform(o)));
+            items.extend(page.items.into_iter().map(|o| {
+                let o = self.apply_transform(o);
+                (ObjectKey::of(&o), Arc::new(o))
+            }));
             continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
             if continue_token.is_none() {
                 return Ok((items, page.metadata.resource_version.unwrap_or_default()));
@@ -107,12 +111,12 @@ where
                 });
             }
         };
-        let mut snapshot: AHashMap<ObjectKey, K> = AHashMap::new();
+        let mut snapshot = Snapshot::new();
         while let Some(event) = stream.next().await {
             match event {
                 Ok(WatchEvent::Added(o) | WatchEvent::Modified(o)) => {
                     let o = self.apply_transform(o);
-                    snapshot.insert(ObjectKey::of(&o), o);
+                    snapshot.insert(ObjectKey::of(&o), Arc::new(o));
                 }
                 Ok(WatchEvent::Deleted(o)) => {
                     snapshot.remove(&ObjectKey::of(&o));
@@ -128,11 +132,10 @@ where
                         let resource_version = b.metadata.resource_version;
                         self.last_sync_rv.clone_from(&resource_version);
                         self.last_rv_unavailable = false;
-                        let objects: Vec<K> = snapshot.into_values().collect();
-                        self.config.metrics.list(objects.len());
+                        self.config.metrics.list(snapshot.len());
                         // A closed sink is noticed by the watch loop's next send.
                         let _ = sink.send(ReflectorEvent::Replace {
-                            objects,
+                            objects: snapshot,
                             resource_version,
                         });
                         return Ok(Some(stream));

@@ -14,6 +14,7 @@ mod watch;
 
 use std::{sync::Arc, time::Duration};
 
+use ahash::AHashMap;
 use backon::{BackoffBuilder as _, ExponentialBackoff, ExponentialBuilder};
 use kube::{Api, Resource};
 use rand::Rng as _;
@@ -24,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 pub use errors::ReflectorError;
 
 use crate::{
+    key::ObjectKey,
     metrics::{NoopMetrics, ReflectorMetrics},
     transform::Transform,
 };
@@ -49,7 +51,7 @@ pub enum ReflectorEvent<K> {
     /// The complete contents of the reflector's scope at `resource_version` (a LIST or the initial
     /// events of a watch-list). Objects in the sink's scope that are not here are gone.
     Replace {
-        objects: Vec<K>,
+        objects: Snapshot<K>,
         resource_version: String,
     },
     Added(K),
@@ -60,6 +62,12 @@ pub enum ReflectorEvent<K> {
         resource_version: String,
     },
 }
+
+/// A full listing by key, each object already in the `Arc` the store will hold. A streaming list
+/// builds it as its events arrive and the informer applies it as it is: no second map, and no copy
+/// of the objects into a list and then into `Arc`s. With those copies an idle kcm-rs caching 20,000
+/// pods peaked 10 MiB (20 %) above its settled size (benches/README.md).
+pub type Snapshot<K> = AHashMap<ObjectKey, Arc<K>>;
 
 /// Reflector settings; `Default` gives upstream's.
 #[derive(Clone)]

@@ -35,7 +35,11 @@ fn describe(e: &ReflectorEvent<Pod>) -> String {
             objects,
             resource_version,
         } => {
-            let mut names: Vec<_> = objects.iter().map(name_of).collect();
+            assert!(
+                objects.iter().all(|(key, p)| *key == ObjectKey::of(&**p)),
+                "every object is under its own key"
+            );
+            let mut names: Vec<_> = objects.values().map(|p| name_of(p)).collect();
             names.sort();
             format!("replace@{resource_version} {names:?}")
         }
@@ -64,7 +68,7 @@ async fn lists_at_zero_then_watches_from_the_list_rv_in_order() {
     assert_eq!(describe(&first), "replace@10 [\"a\", \"b\"]");
     if let ReflectorEvent::Replace { objects, .. } = &first {
         assert!(
-            objects.iter().all(|p| p.metadata.managed_fields.is_none()),
+            objects.values().all(|p| p.metadata.managed_fields.is_none()),
             "transform applied"
         );
     }
