@@ -53,16 +53,23 @@ fn body<K: Serialize>(obj: &K) -> kube::Result<Vec<u8>> {
     serde_json::to_vec(obj).map_err(kube::Error::SerdeError)
 }
 
+/// A built request tagged with its verb, as `Api` tags its requests (kube's tracing names spans by it).
+fn tagged(
+    built: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+    verb: &'static str,
+) -> kube::Result<http::Request<Vec<u8>>> {
+    let mut req = built.map_err(kube::Error::BuildRequest)?;
+    req.extensions_mut().insert(verb);
+    Ok(req)
+}
+
 /// POSTs `obj` into `namespace` (kube `Api::create`).
 pub async fn create<K>(client: &Client, namespace: &str, obj: &K) -> kube::Result<Written>
 where
     K: Resource<DynamicType = ()> + Serialize,
 {
-    let mut req = request::<K>(namespace)
-        .create(&PostParams::default(), body(obj)?)
-        .map_err(kube::Error::BuildRequest)?;
-    req.extensions_mut().insert("create");
-    client.request(req).await
+    let built = request::<K>(namespace).create(&PostParams::default(), body(obj)?);
+    client.request(tagged(built, "create")?).await
 }
 
 /// PUTs `obj` as `name` (kube `Api::replace`).
@@ -70,11 +77,8 @@ pub async fn replace<K>(client: &Client, namespace: &str, name: &str, obj: &K) -
 where
     K: Resource<DynamicType = ()> + Serialize,
 {
-    let mut req = request::<K>(namespace)
-        .replace(name, &PostParams::default(), body(obj)?)
-        .map_err(kube::Error::BuildRequest)?;
-    req.extensions_mut().insert("replace");
-    client.request(req).await
+    let built = request::<K>(namespace).replace(name, &PostParams::default(), body(obj)?);
+    client.request(tagged(built, "replace")?).await
 }
 
 /// PUTs `obj` to the status subresource of `name` (kube `Api::replace_status`).
@@ -82,11 +86,9 @@ pub async fn replace_status<K>(client: &Client, namespace: &str, name: &str, obj
 where
     K: Resource<DynamicType = ()> + Serialize,
 {
-    let mut req = request::<K>(namespace)
-        .replace_subresource("status", name, &PostParams::default(), body(obj)?)
-        .map_err(kube::Error::BuildRequest)?;
-    req.extensions_mut().insert("replace_status");
-    client.request(req).await
+    let built =
+        request::<K>(namespace).replace_subresource("status", name, &PostParams::default(), body(obj)?);
+    client.request(tagged(built, "replace_status")?).await
 }
 
 /// PATCHes `name` (kube `Api::patch`).
@@ -99,13 +101,10 @@ pub async fn patch<K, P>(
 ) -> kube::Result<Written>
 where
     K: Resource<DynamicType = ()>,
-    P: Serialize + std::fmt::Debug,
+    P: Serialize,
 {
-    let mut req = request::<K>(namespace)
-        .patch(name, params, patch)
-        .map_err(kube::Error::BuildRequest)?;
-    req.extensions_mut().insert("patch");
-    client.request(req).await
+    let built = request::<K>(namespace).patch(name, params, patch);
+    client.request(tagged(built, "patch")?).await
 }
 
 /// DELETEs `name` (kube `Api::delete`), reading nothing of the answer: the object as it is while
@@ -119,11 +118,8 @@ pub async fn delete<K>(
 where
     K: Resource<DynamicType = ()>,
 {
-    let mut req = request::<K>(namespace)
-        .delete(name, params)
-        .map_err(kube::Error::BuildRequest)?;
-    req.extensions_mut().insert("delete");
-    client.request_text(req).await.map(drop)
+    let built = request::<K>(namespace).delete(name, params);
+    client.request_text(tagged(built, "delete")?).await.map(drop)
 }
 
 #[cfg(test)]

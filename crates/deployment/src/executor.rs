@@ -6,7 +6,7 @@
 use std::{sync::Arc, time::Duration};
 
 use controller::{
-    Clock, ControlError, EventRecorder, Owner, Written,
+    Clock, ControlError, EventRecorder, Owner,
     events::TYPE_WARNING,
     pod_control::object_reference,
     ref_manager::{adopt_patch, release_patch},
@@ -230,13 +230,14 @@ impl Executor {
 
     /// Writes the Deployment's status and annotations through the status subresource (a full PUT,
     /// as upstream's `UpdateStatus`; no retry: a conflict is retried by the next sync).
-    async fn write_status(&self, key: &ObjectKey, w: &Deployment) -> Result<Written, SyncError> {
+    async fn write_status(&self, key: &ObjectKey, w: &Deployment) -> Result<(), SyncError> {
         let ns = w.metadata.namespace.as_deref().unwrap_or_default();
         let name = w.metadata.name.as_deref().unwrap_or_default();
         let mut body = w.clone();
         body.metadata.managed_fields = None;
         writes::replace_status(&self.client, ns, name, &body)
             .await
+            .map(drop)
             .map_err(|e| SyncError::Status {
                 key: key.clone(),
                 source: ControlError::api("update status", key.to_string(), e),
