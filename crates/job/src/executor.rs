@@ -14,7 +14,7 @@ use controller::{
 use futures::future::join_all;
 use informer::{ObjectKey, SelectorError};
 use k8s_openapi::api::batch::v1::{Job, JobStatus};
-use kube::{Api, Client, api::PostParams};
+use kube::Client;
 use serde_json::json;
 
 use crate::{
@@ -196,22 +196,27 @@ impl<P: PodControl> Executor<P> {
     }
 
     /// A full PUT of the status subresource (upstream `UpdateStatus`, no retry: a conflict requeues).
+    ///
+    /// Returns the Job as it now is on the server without decoding the answer
+    /// ([`controller::writes`]): a status PUT that passed its resourceVersion precondition was
+    /// applied to exactly the object sent, and the server changes nothing of it but the status
+    /// (which is `status`) and the resourceVersion (which the answer carries). The next write of
+    /// the same sync starts from it.
     async fn write(&self, job: &Job, status: JobStatus) -> Result<Job, ControlError> {
-        let ns = job.metadata.namespace.clone().unwrap_or_default();
-        let name = job.metadata.name.clone().unwrap_or_default();
-        let api: Api<Job> = Api::namespaced(self.client.clone(), &ns);
+        let ns = job.metadata.namespace.as_deref().unwrap_or_default();
+        let name = job.metadata.name.as_deref().unwrap_or_default();
         let mut body = job.clone();
         body.metadata.managed_fields = None;
         body.status = Some(status);
-        let written = api
-            .replace_status(&name, &PostParams::default(), &body)
+        let written = controller::writes::replace_status(&self.client, ns, name, &body)
             .await
             .map_err(|e| ControlError::api("update status", format!("{ns}/{name}"), e))?;
         let uid = job.metadata.uid.as_deref().unwrap_or("");
         let key = format!("{ns}/{name}");
-        let rv = written.metadata.resource_version.as_deref();
-        self.consistency.wrote_at(&key, uid, GR_JOBS, rv);
-        Ok(written)
+        let rv = written.metadata.resource_version;
+        self.consistency.wrote_at(&key, uid, GR_JOBS, rv.as_deref());
+        body.metadata.resource_version = rv;
+        Ok(body)
     }
 
     fn finished_pod_metrics(&self, job: &Job, old: &JobStatus, new: &JobStatus) {

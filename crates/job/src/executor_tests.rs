@@ -143,7 +143,10 @@ fn has(s: &JobStatus, type_: &str) -> bool {
 #[tokio::test]
 async fn failed_finalizer_removals_are_written_back_and_stay_uncounted() {
     let pods = ["a", "b", "c"].map(|n| pod(n).succeeded().build()).to_vec();
-    let c = cluster(job(3, Some(3)), pods);
+    let mut j = job(3, Some(3));
+    // Not a version the fake server will answer, so that a second write sent with it shows.
+    j.metadata.resource_version = Some("100".into());
+    let c = cluster(j, pods);
     c.world().fail_patch.insert("b".into());
     let p = Process::start(&c);
     let err = p.sync().await.unwrap_err();
@@ -160,6 +163,12 @@ async fn failed_finalizer_removals_are_written_back_and_stay_uncounted() {
         let second = &w.status_puts[1];
         assert_eq!(second.succeeded, Some(2));
         assert_eq!(uncounted(second).0, ["uid-b"], "the failed removal keeps its UID");
+        let (_, first_answer) = &w.status_put_versions[0];
+        assert_eq!(
+            w.status_put_versions[1].0.as_ref(),
+            Some(first_answer),
+            "the second write carries the resourceVersion the first one answered"
+        );
         assert_eq!(w.with_finalizer(), ["b"]);
         assert!(
             !is_finished(&w.job(KEY)),

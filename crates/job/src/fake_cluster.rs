@@ -44,6 +44,8 @@ pub struct World {
     pub hang_status_puts_after: Option<usize>,
     /// Every status written, in order.
     pub status_puts: Vec<JobStatus>,
+    /// For every status PUT: the resourceVersion it was sent with, and the one it answered.
+    pub status_put_versions: Vec<(Option<String>, String)>,
     /// Every pod write, as `verb name`.
     pub pod_writes: Vec<String>,
 }
@@ -258,8 +260,10 @@ async fn answer(state: &Mutex<World>, req: Request<Body>) -> Response<Full<Bytes
             return json(404, &status(404, "NotFound"));
         };
         job.status = sent.status.clone();
-        job.metadata.resource_version = Some(rv);
+        job.metadata.resource_version = Some(rv.clone());
         let out = serde_json::to_value(&*job).expect("json");
+        w.status_put_versions
+            .push((sent.metadata.resource_version.clone(), rv));
         w.status_puts.push(sent.status.unwrap_or_default());
         return json(200, &out);
     }
