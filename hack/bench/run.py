@@ -545,7 +545,8 @@ def main():
     wait_until("kubectl proxy", lambda: api_ok(api, "/api/v1/namespaces/default"), 30)
     sizes = SCALES[args.scale]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    versions = f"kcm-rs {commit} (profile {os.environ.get('KCM_RS_PROFILE', 'release')})"
+    profile = os.environ.get("KCM_RS_PROFILE")
+    versions = f"kcm-rs {commit} ({f'profile {profile}' if profile else KCM_RS})"
     kube_version = subprocess.run([f"{KUBE_BIN}/kube-controller-manager", "--version"], capture_output=True,
                                   text=True).stdout.strip()
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")

@@ -197,7 +197,7 @@ impl<P: PodControl> Executor<P> {
 
     /// A full PUT of the status subresource (upstream `UpdateStatus`, no retry: a conflict requeues).
     ///
-    /// Returns the Job as it now is on the server without decoding the answer
+    /// Returns the Job as it now is on the server (managedFields aside) without decoding the answer
     /// ([`controller::writes`]): a status PUT that passed its resourceVersion precondition was
     /// applied to exactly the object sent, and the server changes nothing of it but the status
     /// (which is `status`) and the resourceVersion (which the answer carries). The next write of
