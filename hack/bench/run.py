@@ -7,6 +7,7 @@ figure means; hack/bench.sh brings up the control plane and calls this.
 Only the standard library: the runner talks to the API server through `kubectl proxy`.
 """
 import argparse
+import collections
 import datetime
 import json
 import os
@@ -290,10 +291,7 @@ def rs_workload(api, ns, n, pods, ev):
 def replaced(api, ns, victims, pods):
     items = api.get(ns_path(ns, "", "pods"))["items"]
     left = {p["metadata"]["name"] for p in items} & set(victims.values())
-    live = {}
-    for p in items:
-        if not p["metadata"].get("deletionTimestamp"):
-            live[owner_uid(p)] = live.get(owner_uid(p), 0) + 1
+    live = collections.Counter(owner_uid(p) for p in items if not p["metadata"].get("deletionTimestamp"))
     return not left and all(live.get(owner, 0) == pods for owner in victims)
 
 

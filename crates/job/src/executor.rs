@@ -10,6 +10,7 @@ use controller::{
     consistency::{ConsistencyStore, StaleCache},
     events::{TYPE_NORMAL, TYPE_WARNING},
     pod_control::object_reference,
+    writes,
 };
 use futures::future::join_all;
 use informer::{ObjectKey, SelectorError};
@@ -208,7 +209,7 @@ impl<P: PodControl> Executor<P> {
         let mut body = job.clone();
         body.metadata.managed_fields = None;
         body.status = Some(status);
-        let written = controller::writes::replace_status(&self.client, ns, name, &body)
+        let written = writes::replace_status(&self.client, ns, name, &body)
             .await
             .map_err(|e| ControlError::api("update status", format!("{ns}/{name}"), e))?;
         let uid = job.metadata.uid.as_deref().unwrap_or("");
