@@ -46,14 +46,7 @@ where
         transform: Some(strip_managed_fields()),
         ..ReflectorConfig::default()
     };
-    let informer = SharedInformer::<K>::new(
-        "pods",
-        vec![Scope {
-            api: Api::all(api.client()),
-            namespace: None,
-        }],
-        config,
-    );
+    let informer = SharedInformer::<K>::new("pods", vec![Scope::new(Api::all(api.client()), None)], config);
     let seen = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(Notify::new());
     let (s, d) = (seen.clone(), done.clone());

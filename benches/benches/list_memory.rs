@@ -77,10 +77,7 @@ async fn list(lines: Vec<Bytes>) -> (SharedInformer<CompactPod>, CancellationTok
     api.watch_answer(Answer::Lines(lines));
     let informer = SharedInformer::<CompactPod>::new(
         "pods",
-        vec![Scope {
-            api: Api::all(api.client()),
-            namespace: None,
-        }],
+        vec![Scope::new(Api::all(api.client()), None)],
         ReflectorConfig::default(),
     );
     let seen = Arc::new(AtomicUsize::new(0));

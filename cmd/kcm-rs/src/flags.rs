@@ -15,8 +15,19 @@ pub const DEFAULT_KUBE_API_QPS: f64 = 20.0;
 pub const DEFAULT_KUBE_API_BURST: u32 = 30;
 /// KCM's `--secure-port` default.
 pub const DEFAULT_SECURE_PORT: u16 = 10257;
+/// KCM's `--kube-api-content-type` default (component-base `ClientConnectionConfiguration`).
+pub const DEFAULT_KUBE_API_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
 /// KCM's `--min-resync-period` default (component-base `GenericControllerManagerConfiguration`).
 pub const DEFAULT_MIN_RESYNC_PERIOD: &str = "12h";
+
+/// The content types kcm-rs can read pods in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ContentType {
+    #[value(name = "application/vnd.kubernetes.protobuf")]
+    Protobuf,
+    #[value(name = "application/json")]
+    Json,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LoggingFormat {
@@ -76,6 +87,11 @@ pub struct Args {
     /// Burst to use while talking with the Kubernetes API server.
     #[arg(long, default_value_t = DEFAULT_KUBE_API_BURST, value_parser = at_least_one_u32, help_heading = "Generic flags")]
     pub kube_api_burst: u32,
+
+    /// Content type of requests sent to apiserver. kcm-rs lists and watches pods in it; its other
+    /// reads and its writes are JSON.
+    #[arg(long, value_enum, default_value = DEFAULT_KUBE_API_CONTENT_TYPE, help_heading = "Generic flags")]
+    pub kube_api_content_type: ContentType,
 
     /// The resync period in reflectors will be random between MinResyncPeriod and 2*MinResyncPeriod.
     /// 0 disables resyncs.
@@ -298,6 +314,16 @@ mod tests {
     }
 
     #[test]
+    fn content_type_is_protobuf_or_json() {
+        let json = parse(&["--kube-api-content-type=application/json"]).unwrap();
+        assert_eq!(json.kube_api_content_type, ContentType::Json);
+        let err = parse(&["--kube-api-content-type=application/yaml"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("application/vnd.kubernetes.protobuf"), "{err}");
+    }
+
+    #[test]
     fn resync_is_between_one_and_two_min_periods() {
         let min = Duration::from_secs(12 * 3600);
         assert_eq!(resync_period(min, 0.0), Some(min));
@@ -311,6 +337,7 @@ mod tests {
     fn defaults_are_kube_controller_managers() {
         let a = parse(&[]).unwrap();
         assert_eq!((a.kube_api_qps, a.kube_api_burst), (20.0, 30));
+        assert_eq!(a.kube_api_content_type, ContentType::Protobuf);
         assert_eq!(
             (
                 a.concurrent_replicaset_syncs,

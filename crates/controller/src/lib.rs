@@ -1,8 +1,9 @@
 //! Machinery shared by the workload controllers, after upstream's `pkg/controller` helpers: the pod as
-//! the controllers cache it (`compact_pod`: a typed projection decoded from the watch, tested in
-//! `compact_pod::tests`), expectations, pod control with events, controller-reference claims, the
-//! scale-down ranking, slow start, pod predicates, and the worker loop every controller runs (`worker`:
-//! panic isolation and a bounded shutdown). Decisions here are pure functions; the few functions that
+//! the controllers cache it (`compact_pod`: a typed projection decoded from the watch's JSON or
+//! protobuf, tested in `compact_pod::tests` and `compact_pod::protobuf_tests`), expectations, pod
+//! control with events, controller-reference claims, the scale-down ranking, slow start, pod
+//! predicates, and the worker loop every controller runs (`worker`: panic isolation and a bounded
+//! shutdown). Decisions here are pure functions; the few functions that
 //! write (`pod_control`, `claim`, `events`, and `writes`, which decodes only the name and resourceVersion
 //! of a write's answer) are the executors' building blocks.
 #![forbid(unsafe_code)]

@@ -13,7 +13,9 @@
 
 pub mod informer;
 pub mod key;
+pub mod listwatch;
 pub mod metrics;
+pub mod protobuf;
 pub mod reflector;
 pub mod selector;
 pub mod store;
@@ -28,6 +30,7 @@ pub use informer::{
     SharedInformerFactory, wait_for_cache_sync,
 };
 pub use key::ObjectKey;
+pub use listwatch::{ListerWatcher, WatchStream};
 pub use metrics::{MetricsProvider, NoopMetrics, QueueMetrics, ReflectorMetrics, SyncMetrics};
 pub use reflector::{Reflector, ReflectorConfig, ReflectorError, ReflectorEvent, Snapshot};
 pub use selector::{LabelMatcher, SelectorError};

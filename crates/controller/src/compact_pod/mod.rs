@@ -9,6 +9,8 @@
 //! specs, volumes, ...), strings drawn from a small set of API values (phase, condition type and
 //! status, restart policy) point at static strings, and only the annotations some controller reads
 //! are kept ([`KEPT_ANNOTATIONS`]). See `benches/README.md` for the bytes per pod and the decoding rate.
+//! It decodes as well from the API server's protobuf (`protobuf`, KCM's default content type), into
+//! the same values as from JSON (`protobuf_tests`).
 //!
 //! The field names and shapes are those of `k8s-openapi`'s types, so controller code reads a cached
 //! pod as it would read the full object; a field the projection drops is simply not there, and code
@@ -18,6 +20,9 @@
 
 mod intern;
 mod meta;
+mod protobuf;
+#[cfg(test)]
+mod protobuf_tests;
 #[cfg(test)]
 mod tests;
 

@@ -9,7 +9,7 @@ use std::{
     time::Duration,
 };
 
-use kube::{Api, Resource};
+use kube::Resource;
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio::{
@@ -24,6 +24,7 @@ use super::{
 };
 use crate::{
     key::ObjectKey,
+    listwatch::ListerWatcher,
     reflector::{Reflector, ReflectorConfig, ReflectorEvent},
     store::{Lister, NAMESPACE_INDEX, Store, namespace_index},
 };
@@ -31,10 +32,20 @@ use crate::{
 /// Per-handler resync periods are never shorter than this (client-go `minimumResyncPeriod`).
 pub const MIN_RESYNC_PERIOD: Duration = Duration::from_secs(1);
 
-/// One watched scope: the API handle and the namespace it is limited to (`None`: all namespaces).
+/// One watched scope: how it is listed and watched, and the namespace it is limited to (`None`: all
+/// namespaces).
 pub struct Scope<K> {
-    pub api: Api<K>,
+    pub api: Arc<dyn ListerWatcher<K>>,
     pub namespace: Option<String>,
+}
+
+impl<K: Clone> Scope<K> {
+    pub fn new(api: impl ListerWatcher<K>, namespace: Option<String>) -> Self {
+        Scope {
+            api: Arc::new(api),
+            namespace,
+        }
+    }
 }
 
 impl<K> std::fmt::Debug for Scope<K> {

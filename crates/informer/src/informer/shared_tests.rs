@@ -54,14 +54,7 @@ fn informer(api: &FakeApi) -> SharedInformer<Pod> {
         watch_list: false,
         ..crate::ReflectorConfig::default()
     };
-    SharedInformer::new(
-        "pods",
-        vec![Scope {
-            api: Api::all(api.client()),
-            namespace: None,
-        }],
-        config,
-    )
+    SharedInformer::new("pods", vec![Scope::new(Api::all(api.client()), None)], config)
 }
 
 async fn settle() {
@@ -187,14 +180,8 @@ async fn namespace_scopes_replace_only_their_own_objects() {
     let inf = SharedInformer::<Pod>::new(
         "pods",
         vec![
-            Scope {
-                api: Api::namespaced(api.client(), "a"),
-                namespace: Some("a".into()),
-            },
-            Scope {
-                api: Api::namespaced(api.client(), "b"),
-                namespace: Some("b".into()),
-            },
+            Scope::new(Api::namespaced(api.client(), "a"), Some("a".into())),
+            Scope::new(Api::namespaced(api.client(), "b"), Some("b".into())),
         ],
         config,
     );

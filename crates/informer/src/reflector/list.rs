@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use futures::{StreamExt as _, stream::BoxStream};
+use futures::StreamExt as _;
 use kube::{
     Resource,
     api::{ListParams, WatchEvent, WatchParams},
@@ -13,9 +13,7 @@ use super::{
     INITIAL_EVENTS_END_ANNOTATION, LIST_PAGE_SIZE, Reflector, ReflectorError, ReflectorEvent, Sink, Snapshot,
     errors::{is_expired, is_expired_status, is_watch_list_refused},
 };
-use crate::key::ObjectKey;
-
-pub(super) type WatchStream<K> = BoxStream<'static, kube::Result<WatchEvent<K>>>;
+use crate::{key::ObjectKey, listwatch::WatchStream};
 
 impl<K> Reflector<K>
 where
@@ -91,7 +89,7 @@ where
         wp.field_selector.clone_from(&self.config.field_selector);
         self.config.metrics.watch();
         let mut stream: WatchStream<K> = match self.api.watch(&wp, &rv).await {
-            Ok(s) => s.boxed(),
+            Ok(s) => s,
             Err(e) if is_expired(&e) => {
                 self.last_rv_unavailable = true;
                 return Err(ReflectorError::Expired {

@@ -16,7 +16,7 @@ use std::{sync::Arc, time::Duration};
 
 use ahash::AHashMap;
 use backon::{BackoffBuilder as _, ExponentialBackoff, ExponentialBuilder};
-use kube::{Api, Resource};
+use kube::Resource;
 use rand::Rng as _;
 use serde::de::DeserializeOwned;
 use tokio::{sync::mpsc, time::Instant};
@@ -26,6 +26,7 @@ pub use errors::ReflectorError;
 
 use crate::{
     key::ObjectKey,
+    listwatch::ListerWatcher,
     metrics::{NoopMetrics, ReflectorMetrics},
     transform::Transform,
 };
@@ -105,7 +106,8 @@ impl<K> std::fmt::Debug for ReflectorConfig<K> {
 
 /// Lists and watches one resource in one scope (all namespaces or one) and feeds a channel.
 pub struct Reflector<K> {
-    api: Api<K>,
+    /// The kind's list and watch calls, in whatever wire format it is fetched.
+    api: Box<dyn ListerWatcher<K>>,
     /// For logs and errors, e.g. `pods` or `pods in ns1`.
     resource: String,
     config: ReflectorConfig<K>,
@@ -138,9 +140,9 @@ impl<K> Reflector<K>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
-    pub fn new(api: Api<K>, resource: impl Into<String>, config: ReflectorConfig<K>) -> Self {
+    pub fn new(api: impl ListerWatcher<K>, resource: impl Into<String>, config: ReflectorConfig<K>) -> Self {
         Reflector {
-            api,
+            api: Box::new(api),
             resource: resource.into(),
             config,
             last_sync_rv: String::new(),

@@ -9,10 +9,11 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::listwatch::WatchStream;
+
 use super::{
     Ended, Reflector, ReflectorError, ReflectorEvent, Sink, VERY_SHORT_WATCH,
     errors::{is_expired, is_expired_status, is_retriable},
-    list::WatchStream,
 };
 
 /// How one watch stream ended.
@@ -45,7 +46,7 @@ where
                     wp.field_selector.clone_from(&self.config.field_selector);
                     self.config.metrics.watch();
                     match self.api.watch(&wp, &self.last_sync_rv).await {
-                        Ok(s) => s.boxed(),
+                        Ok(s) => s,
                         Err(e) if is_expired(&e) => {
                             return Err(ReflectorError::Expired {
                                 resource: self.resource.clone(),

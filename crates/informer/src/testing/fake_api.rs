@@ -28,6 +28,17 @@ pub enum Answer {
     Stream(mpsc::UnboundedReceiver<Value>),
     /// A watch stream of pre-encoded event lines (for benchmarks), which then stays open.
     Lines(Vec<Bytes>),
+    /// A body as it is, with its status code and content type (protobuf answers).
+    Raw {
+        code: u16,
+        content_type: &'static str,
+        body: Bytes,
+    },
+    /// A watch stream sent as these chunks (protobuf frames, cut anywhere), which then ends.
+    Chunks {
+        content_type: &'static str,
+        chunks: Vec<Bytes>,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -104,6 +115,24 @@ fn answer(state: &Mutex<State>, req: &Request<Body>) -> Response<ResponseBody> {
             Response::builder()
                 .status(200)
                 .header("content-type", "application/json")
+                .body(StreamBody::new(frames.boxed()).boxed_unsync())
+                .expect("response")
+        }
+        Some(Answer::Raw {
+            code,
+            content_type,
+            body,
+        }) => Response::builder()
+            .status(StatusCode::from_u16(code).expect("status"))
+            .header("content-type", content_type)
+            .body(http_body_util::Full::new(body).boxed_unsync())
+            .expect("response"),
+        Some(Answer::Chunks { content_type, chunks }) => {
+            let frames =
+                futures::stream::iter(chunks.into_iter().map(|c| Ok::<_, Infallible>(Frame::data(c))));
+            Response::builder()
+                .status(200)
+                .header("content-type", content_type)
                 .body(StreamBody::new(frames.boxed()).boxed_unsync())
                 .expect("response")
         }

@@ -1,0 +1,71 @@
+//! One watch event's decoding, JSON against protobuf, on the same eleven recorded pods
+//! (`benches/fixtures/pods.json` and `pods-watch.pb`, taken from one namespace of the local control
+//! plane, managedFields included): what `--kube-api-content-type` changes for the pod informer.
+
+use bytes::Bytes;
+use controller::CompactPod;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use informer::protobuf::decode;
+use kube::api::WatchEvent;
+
+const PODS_JSON: &str = include_str!("../fixtures/pods.json");
+const WATCH_PB: &[u8] = include_bytes!("../fixtures/pods-watch.pb");
+
+/// The recorded pods as the JSON watch lines the server would send.
+fn json_lines() -> Vec<String> {
+    let list: serde_json::Value = serde_json::from_str(PODS_JSON).expect("fixture");
+    list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|p| serde_json::json!({"type": "ADDED", "object": p}).to_string())
+        .collect()
+}
+
+/// The recorded watch's frames without their length prefix, the bookmark left out.
+fn protobuf_frames() -> Vec<Bytes> {
+    let all = Bytes::from_static(WATCH_PB);
+    let mut frames = Vec::new();
+    let mut at = 0;
+    while at < all.len() {
+        let len = u32::from_be_bytes(all[at..at + 4].try_into().expect("4 bytes")) as usize;
+        frames.push(all.slice(at + 4..at + 4 + len));
+        at += 4 + len;
+    }
+    frames.pop();
+    frames
+}
+
+fn bench(c: &mut Criterion) {
+    let lines = json_lines();
+    let frames = protobuf_frames();
+    let json_bytes: usize = lines.iter().map(String::len).sum();
+    let pb_bytes: usize = frames.iter().map(Bytes::len).sum();
+    eprintln!(
+        "{} pods: {json_bytes} bytes as JSON lines, {pb_bytes} as protobuf frames ({:.2}x)",
+        lines.len(),
+        json_bytes as f64 / pb_bytes as f64
+    );
+    let mut g = c.benchmark_group("wire_decode");
+    g.throughput(Throughput::Elements(lines.len() as u64));
+    g.bench_function("json", |b| {
+        b.iter(|| {
+            for l in &lines {
+                let e: WatchEvent<CompactPod> = serde_json::from_str(l).expect("decodes");
+                std::hint::black_box(e);
+            }
+        });
+    });
+    g.bench_function("protobuf", |b| {
+        b.iter(|| {
+            for f in &frames {
+                let e = decode::event::<CompactPod>(f.clone()).expect("decodes");
+                std::hint::black_box(e);
+            }
+        });
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

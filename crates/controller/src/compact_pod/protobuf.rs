@@ -1,0 +1,301 @@
+//! Decoding a cached pod straight from the API server's protobuf, as KCM receives pods.
+//!
+//! The messages below declare only the fields [`Pod`] holds, with the tags of `k8s.io/api/core/v1`
+//! and `apimachinery/pkg/apis/meta/v1` `generated.proto`; prost steps over every other field by its
+//! length prefix (managedFields, the containers' specs, volumes), so what a pod costs to decode no
+//! longer grows with what it carries but does not matter here.
+//!
+//! The result is the pod its JSON would decode to, which `protobuf_tests` checks on recorded pods.
+//! Two rules make that hold. Go writes a non-pointer string or list even when empty, where its JSON
+//! omits it (`omitempty`): an empty one is `None` here. A zero `metav1.Time` is an empty message
+//! (JSON `null`); any other keeps only its seconds, as apimachinery's own decoder does (`time_proto.go`)
+//! and as JSON's RFC 3339 text does.
+
+use bytes::Bytes;
+use informer::protobuf::WireError;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use prost::Message as _;
+
+use super::{ApiStr, Container, ContainerState, ContainerStateTerminated, ContainerStatus, KEPT_ANNOTATIONS};
+
+impl informer::protobuf::ProtobufObject for super::Pod {
+    fn decode_protobuf(raw: Bytes) -> Result<Self, WireError> {
+        let pod = WirePod::decode(raw)?;
+        Ok(super::Pod {
+            metadata: pod
+                .metadata
+                .map(WireMeta::into_meta)
+                .transpose()?
+                .unwrap_or_default(),
+            spec: pod.spec.map(WireSpec::into_spec).transpose()?,
+            status: pod.status.map(WireStatus::into_status).transpose()?,
+        })
+    }
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct WirePod {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<WireMeta>,
+    #[prost(message, optional, tag = "2")]
+    spec: Option<WireSpec>,
+    #[prost(message, optional, tag = "3")]
+    status: Option<WireStatus>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct WireMeta {
+    #[prost(string, tag = "1")]
+    name: String,
+    #[prost(string, tag = "3")]
+    namespace: String,
+    #[prost(string, tag = "5")]
+    uid: String,
+    #[prost(string, tag = "6")]
+    resource_version: String,
+    #[prost(message, optional, tag = "8")]
+    creation_timestamp: Option<WireTime>,
+    #[prost(message, optional, tag = "9")]
+    deletion_timestamp: Option<WireTime>,
+    #[prost(int64, optional, tag = "10")]
+    deletion_grace_period_seconds: Option<i64>,
+    #[prost(btree_map = "string, string", tag = "11")]
+    labels: std::collections::BTreeMap<String, String>,
+    /// Map entries read as bytes, so that annotations nobody reads are never copied into strings.
+    #[prost(message, repeated, tag = "12")]
+    annotations: Vec<WireEntry>,
+    #[prost(message, repeated, tag = "13")]
+    owner_references: Vec<WireOwnerReference>,
+    #[prost(string, repeated, tag = "14")]
+    finalizers: Vec<String>,
+}
+
+/// A `map<string, string>` entry on the wire.
+#[derive(Clone, PartialEq, prost::Message)]
+struct WireEntry {
+    #[prost(bytes = "bytes", tag = "1")]
+    key: Bytes,
+    #[prost(bytes = "bytes", tag = "2")]
+    value: Bytes,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct WireOwnerReference {
+    #[prost(string, tag = "1")]
+    kind: String,
+    #[prost(string, tag = "3")]
+    name: String,
+    #[prost(string, tag = "4")]
+    uid: String,
+    #[prost(string, tag = "5")]
+    api_version: String,
+    #[prost(bool, optional, tag = "6")]
+    controller: Option<bool>,
+    #[prost(bool, optional, tag = "7")]
+    block_owner_deletion: Option<bool>,
+}
+
+/// `meta/v1.Time`: both fields optional so that an empty message (the zero time) is told apart from
+/// the epoch.
+#[derive(Clone, PartialEq, prost::Message)]
+struct WireTime {
+    #[prost(int64, optional, tag = "1")]
+    seconds: Option<i64>,
+    #[prost(int32, optional, tag = "2")]
+    nanos: Option<i32>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct WireSpec {
+    #[prost(bytes = "bytes", tag = "3")]
+    restart_policy: Bytes,
+    #[prost(string, tag = "10")]
+    node_name: String,
+    #[prost(message, repeated, tag = "20")]
+    init_containers: Vec<WireContainer>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct WireContainer {
+    #[prost(string, tag = "1")]
+    name: String,
+    #[prost(bytes = "bytes", optional, tag = "24")]
+    restart_policy: Option<Bytes>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct WireStatus {
+    #[prost(bytes = "bytes", tag = "1")]
+    phase: Bytes,
+    #[prost(message, repeated, tag = "2")]
+    conditions: Vec<WireCondition>,
+    #[prost(message, repeated, tag = "8")]
+    container_statuses: Vec<WireContainerStatus>,
+    #[prost(message, repeated, tag = "10")]
+    init_container_statuses: Vec<WireContainerStatus>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct WireCondition {
+    #[prost(bytes = "bytes", tag = "1")]
+    r#type: Bytes,
+    #[prost(bytes = "bytes", tag = "2")]
+    status: Bytes,
+    #[prost(message, optional, tag = "4")]
+    last_transition_time: Option<WireTime>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct WireContainerStatus {
+    #[prost(string, tag = "1")]
+    name: String,
+    #[prost(message, optional, tag = "2")]
+    state: Option<WireContainerState>,
+    #[prost(bool, tag = "4")]
+    ready: bool,
+    #[prost(int32, tag = "5")]
+    restart_count: i32,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct WireContainerState {
+    #[prost(message, optional, tag = "3")]
+    terminated: Option<WireTerminated>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct WireTerminated {
+    #[prost(int32, tag = "1")]
+    exit_code: i32,
+    #[prost(message, optional, tag = "6")]
+    finished_at: Option<WireTime>,
+}
+
+impl WireMeta {
+    fn into_meta(self) -> Result<ObjectMeta, WireError> {
+        let mut annotations = std::collections::BTreeMap::new();
+        for entry in self.annotations {
+            if let Some(key) = KEPT_ANNOTATIONS.iter().find(|k| k.as_bytes() == entry.key) {
+                annotations.insert((*key).to_owned(), utf8(&entry.value)?.to_owned());
+            }
+        }
+        let mut finalizers = self.finalizers;
+        finalizers.shrink_to_fit();
+        Ok(ObjectMeta {
+            name: non_empty(self.name),
+            namespace: non_empty(self.namespace),
+            uid: non_empty(self.uid),
+            resource_version: non_empty(self.resource_version),
+            creation_timestamp: self.creation_timestamp.and_then(WireTime::into_time),
+            deletion_timestamp: self.deletion_timestamp.and_then(WireTime::into_time),
+            deletion_grace_period_seconds: self.deletion_grace_period_seconds,
+            labels: (!self.labels.is_empty()).then_some(self.labels),
+            annotations: (!annotations.is_empty()).then_some(annotations),
+            owner_references: non_empty_list(self.owner_references.into_iter().map(|o| OwnerReference {
+                api_version: o.api_version,
+                kind: o.kind,
+                name: o.name,
+                uid: o.uid,
+                controller: o.controller,
+                block_owner_deletion: o.block_owner_deletion,
+            })),
+            finalizers: (!finalizers.is_empty()).then_some(finalizers),
+            ..ObjectMeta::default()
+        })
+    }
+}
+
+impl WireTime {
+    fn into_time(self) -> Option<Time> {
+        if self.seconds.is_none() && self.nanos.is_none() {
+            return None;
+        }
+        k8s_openapi::jiff::Timestamp::from_second(self.seconds.unwrap_or_default())
+            .ok()
+            .map(Time)
+    }
+}
+
+impl WireSpec {
+    fn into_spec(self) -> Result<super::PodSpec, WireError> {
+        let init_containers = self
+            .init_containers
+            .into_iter()
+            .map(|c| {
+                Ok(Container {
+                    name: c.name,
+                    restart_policy: c.restart_policy.as_deref().map(interned).transpose()?,
+                })
+            })
+            .collect::<Result<Vec<_>, WireError>>()?;
+        Ok(super::PodSpec {
+            node_name: non_empty(self.node_name),
+            restart_policy: interned_non_empty(&self.restart_policy)?,
+            init_containers: (!init_containers.is_empty()).then_some(init_containers),
+        })
+    }
+}
+
+impl WireStatus {
+    fn into_status(self) -> Result<super::PodStatus, WireError> {
+        let conditions = self
+            .conditions
+            .into_iter()
+            .map(|c| {
+                Ok(super::PodCondition {
+                    type_: interned(&c.r#type)?,
+                    status: interned(&c.status)?,
+                    last_transition_time: c.last_transition_time.and_then(WireTime::into_time),
+                })
+            })
+            .collect::<Result<Vec<_>, WireError>>()?;
+        Ok(super::PodStatus {
+            phase: interned_non_empty(&self.phase)?,
+            conditions: (!conditions.is_empty()).then_some(conditions),
+            container_statuses: non_empty_list(self.container_statuses.into_iter().map(container_status)),
+            init_container_statuses: non_empty_list(
+                self.init_container_statuses.into_iter().map(container_status),
+            ),
+        })
+    }
+}
+
+fn container_status(s: WireContainerStatus) -> ContainerStatus {
+    ContainerStatus {
+        name: s.name,
+        ready: s.ready,
+        restart_count: s.restart_count,
+        state: s.state.map(|st| ContainerState {
+            terminated: st.terminated.map(|t| ContainerStateTerminated {
+                exit_code: t.exit_code,
+                finished_at: t.finished_at.and_then(WireTime::into_time),
+            }),
+        }),
+    }
+}
+
+/// Collected at its exact length (the iterator's size is known), as the JSON path shrinks its lists.
+fn non_empty_list<T>(items: impl ExactSizeIterator<Item = T>) -> Option<Vec<T>> {
+    let items: Vec<T> = items.collect();
+    (!items.is_empty()).then_some(items)
+}
+
+fn non_empty(s: String) -> Option<String> {
+    (!s.is_empty()).then_some(s)
+}
+
+fn utf8(b: &[u8]) -> Result<&str, WireError> {
+    std::str::from_utf8(b).map_err(|_| WireError::NotUtf8)
+}
+
+fn interned(b: &[u8]) -> Result<ApiStr, WireError> {
+    utf8(b).map(super::intern)
+}
+
+fn interned_non_empty(b: &[u8]) -> Result<Option<ApiStr>, WireError> {
+    if b.is_empty() {
+        Ok(None)
+    } else {
+        interned(b).map(Some)
+    }
+}
