@@ -3,7 +3,9 @@
 //! Why hand-written: kube-runtime's watcher and reflector store have no indexes, no per-handler event
 //! delivery, no resync, no tombstones for objects that vanish across a relist, and no per-key
 //! rate-limited workqueue; client-go's controllers are written against all of those. kube's client,
-//! request parameters and label-selector matching are reused as they are.
+//! request parameters and label-selector matching are reused as they are. A reflector lists and
+//! watches through a [`ListerWatcher`]: kube's `Api` (JSON), or [`protobuf::ProtobufListWatch`] for a
+//! kind that brings its own protobuf decoder, as KCM reads built-in kinds in protobuf and kube cannot.
 //!
 //! Delivery follows client-go 1.36, where `InOrderInformers` is GA: every watch event reaches the store
 //! and then every handler in the order the server sent it (no per-key accumulation as in the older
