@@ -179,8 +179,6 @@ impl WireMeta {
                 annotations.insert((*key).to_owned(), utf8(&entry.value)?.to_owned());
             }
         }
-        let mut finalizers = self.finalizers;
-        finalizers.shrink_to_fit();
         Ok(ObjectMeta {
             name: non_empty(self.name),
             namespace: non_empty(self.namespace),
@@ -191,15 +189,17 @@ impl WireMeta {
             deletion_grace_period_seconds: self.deletion_grace_period_seconds,
             labels: (!self.labels.is_empty()).then_some(self.labels),
             annotations: (!annotations.is_empty()).then_some(annotations),
-            owner_references: non_empty_list(self.owner_references.into_iter().map(|o| OwnerReference {
-                api_version: o.api_version,
-                kind: o.kind,
-                name: o.name,
-                uid: o.uid,
-                controller: o.controller,
-                block_owner_deletion: o.block_owner_deletion,
-            })),
-            finalizers: (!finalizers.is_empty()).then_some(finalizers),
+            owner_references: non_empty_list(self.owner_references, |o| {
+                Ok(OwnerReference {
+                    api_version: o.api_version,
+                    kind: o.kind,
+                    name: o.name,
+                    uid: o.uid,
+                    controller: o.controller,
+                    block_owner_deletion: o.block_owner_deletion,
+                })
+            })?,
+            finalizers: non_empty_list(self.finalizers, Ok)?,
             ..ObjectMeta::default()
         })
     }
@@ -218,50 +218,38 @@ impl WireTime {
 
 impl WireSpec {
     fn into_spec(self) -> Result<super::PodSpec, WireError> {
-        let init_containers = self
-            .init_containers
-            .into_iter()
-            .map(|c| {
+        Ok(super::PodSpec {
+            node_name: non_empty(self.node_name),
+            restart_policy: interned_non_empty(&self.restart_policy)?,
+            init_containers: non_empty_list(self.init_containers, |c| {
                 Ok(Container {
                     name: c.name,
                     restart_policy: c.restart_policy.as_deref().map(interned).transpose()?,
                 })
-            })
-            .collect::<Result<Vec<_>, WireError>>()?;
-        Ok(super::PodSpec {
-            node_name: non_empty(self.node_name),
-            restart_policy: interned_non_empty(&self.restart_policy)?,
-            init_containers: (!init_containers.is_empty()).then_some(init_containers),
+            })?,
         })
     }
 }
 
 impl WireStatus {
     fn into_status(self) -> Result<super::PodStatus, WireError> {
-        let conditions = self
-            .conditions
-            .into_iter()
-            .map(|c| {
+        Ok(super::PodStatus {
+            phase: interned_non_empty(&self.phase)?,
+            conditions: non_empty_list(self.conditions, |c| {
                 Ok(super::PodCondition {
                     type_: interned(&c.r#type)?,
                     status: interned(&c.status)?,
                     last_transition_time: c.last_transition_time.and_then(WireTime::into_time),
                 })
-            })
-            .collect::<Result<Vec<_>, WireError>>()?;
-        Ok(super::PodStatus {
-            phase: interned_non_empty(&self.phase)?,
-            conditions: (!conditions.is_empty()).then_some(conditions),
-            container_statuses: non_empty_list(self.container_statuses.into_iter().map(container_status)),
-            init_container_statuses: non_empty_list(
-                self.init_container_statuses.into_iter().map(container_status),
-            ),
+            })?,
+            container_statuses: non_empty_list(self.container_statuses, container_status)?,
+            init_container_statuses: non_empty_list(self.init_container_statuses, container_status)?,
         })
     }
 }
 
-fn container_status(s: WireContainerStatus) -> ContainerStatus {
-    ContainerStatus {
+fn container_status(s: WireContainerStatus) -> Result<ContainerStatus, WireError> {
+    Ok(ContainerStatus {
         name: s.name,
         ready: s.ready,
         restart_count: s.restart_count,
@@ -271,13 +259,19 @@ fn container_status(s: WireContainerStatus) -> ContainerStatus {
                 finished_at: t.finished_at.and_then(WireTime::into_time),
             }),
         }),
-    }
+    })
 }
 
-/// Collected at its exact length (the iterator's size is known), as the JSON path shrinks its lists.
-fn non_empty_list<T>(items: impl ExactSizeIterator<Item = T>) -> Option<Vec<T>> {
-    let items: Vec<T> = items.collect();
-    (!items.is_empty()).then_some(items)
+/// The converted list, `None` when empty, holding no spare room as the JSON path's lists (`shrunk`):
+/// prost grows a repeated field by doubling, and collecting a `Vec` into another may reuse its
+/// allocation, so five conditions would otherwise hold room for eight.
+fn non_empty_list<W, T>(
+    items: Vec<W>,
+    convert: impl FnMut(W) -> Result<T, WireError>,
+) -> Result<Option<Vec<T>>, WireError> {
+    let mut items = items.into_iter().map(convert).collect::<Result<Vec<T>, _>>()?;
+    items.shrink_to_fit();
+    Ok((!items.is_empty()).then_some(items))
 }
 
 fn non_empty(s: String) -> Option<String> {

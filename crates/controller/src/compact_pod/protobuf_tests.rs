@@ -59,6 +59,30 @@ async fn recorded_pods_decode_as_their_json() {
     for (p, j) in list.items.iter().zip(&json.items) {
         assert_eq!(p, j, "{} decodes from protobuf as from JSON", name(j));
     }
+    for p in &list.items {
+        let (spec, status) = (p.spec.as_ref().unwrap(), p.status.as_ref().unwrap());
+        let exact = |len: usize, capacity: usize| len == capacity;
+        assert!(
+            status
+                .conditions
+                .as_ref()
+                .is_none_or(|v| exact(v.len(), v.capacity()))
+                && spec
+                    .init_containers
+                    .as_ref()
+                    .is_none_or(|v| exact(v.len(), v.capacity()))
+                && status
+                    .container_statuses
+                    .as_ref()
+                    .is_none_or(|v| exact(v.len(), v.capacity()))
+                && p.metadata
+                    .owner_references
+                    .as_ref()
+                    .is_none_or(|v| exact(v.len(), v.capacity())),
+            "{}: lists hold no spare room, as on the JSON path",
+            name(p)
+        );
+    }
     // The fixture holds what makes the comparison worth something.
     let held = list.items.iter().find(|p| name(p) == "held").unwrap();
     assert!(

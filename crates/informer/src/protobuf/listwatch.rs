@@ -64,13 +64,6 @@ impl<K> ProtobufListWatch<K> {
         }
     }
 
-    fn error(&self, source: WireError) -> kube::Error {
-        kube::Error::Service(Box::new(ProtobufError {
-            path: self.path.clone(),
-            source,
-        }))
-    }
-
     /// Sends `req`; an error status becomes `kube::Error::Api` with the server's `Status`, as kube's
     /// own calls report it, so the reflector reads 410 Gone and refusals alike on either path.
     async fn send(&self, mut req: http::Request<Vec<u8>>) -> kube::Result<http::Response<Body>> {
@@ -103,7 +96,7 @@ where
             let protobuf = is_protobuf(res.headers());
             let body = res.into_body().collect().await?.to_bytes();
             if protobuf {
-                decode::list(&body).map_err(|e| self.error(e))
+                decode::list(&body).map_err(|e| undecodable(&self.path, e))
             } else {
                 serde_json::from_slice(&body).map_err(kube::Error::SerdeError)
             }
@@ -134,12 +127,7 @@ where
                 let path = self.path.clone();
                 let events = FramedRead::new(reader, codec).map(move |frame| {
                     let frame = frame.map_err(kube::Error::ReadEvents)?;
-                    decode::event(frame.freeze()).map_err(|source| {
-                        kube::Error::Service(Box::new(ProtobufError {
-                            path: path.clone(),
-                            source,
-                        }))
-                    })
+                    decode::event(frame.freeze()).map_err(|e| undecodable(&path, e))
                 });
                 Ok(until_eof(events))
             } else {
@@ -186,6 +174,14 @@ fn to_io(e: kube::Error) -> io::Error {
     } else {
         io::Error::other(e)
     }
+}
+
+/// An answer that could not be decoded, as the kube error the reflector logs and retries on.
+fn undecodable(path: &str, source: WireError) -> kube::Error {
+    kube::Error::Service(Box::new(ProtobufError {
+        path: path.to_owned(),
+        source,
+    }))
 }
 
 fn is_protobuf(headers: &HeaderMap) -> bool {
