@@ -2,6 +2,10 @@
 //! through kube's client and decoder, the reflector, the store and a handler, decoded as the full
 //! `Pod` (managedFields stripped by the transform) and as the controllers' [`CompactPod`], timed by
 //! the wall clock and by the process's CPU time.
+//!
+//! The `web pod` cases put the two content types side by side on one recorded Deployment pod
+//! (`benches/fixtures/pods.*`): JSON lines through kube's `Api`, and protobuf frames through
+//! `ProtobufListWatch`, the pod informer's path since `--kube-api-content-type` (KCM's default).
 
 use std::{
     sync::{
@@ -14,6 +18,7 @@ use std::{
 use bytes::Bytes;
 use controller::CompactPod;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use informer::protobuf::{ProtobufListWatch, decode as protobuf, encode};
 use informer::{
     HandlerFns, ReflectorConfig, SharedInformer,
     informer::Scope,
@@ -21,12 +26,29 @@ use informer::{
     testing::fake_api::{Answer, FakeApi},
 };
 use k8s_openapi::api::core::v1::Pod;
-use kcm_rs_benches::pod_json;
+use kcm_rs_benches::{pod_json, web_pod_json, web_pod_protobuf};
 use kube::Api;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 const EVENTS: usize = 10_000;
+/// What the API server answers a protobuf watch with.
+const PROTOBUF_WATCH: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+
+/// Half adds of new pods, half modifications of them: event `i`'s type and the pod it is about.
+fn event(i: usize) -> (&'static str, usize) {
+    if i < EVENTS / 2 {
+        ("ADDED", i)
+    } else {
+        ("MODIFIED", i - EVENTS / 2)
+    }
+}
+
+/// A JSON watch line, "type" before "object" as the API server writes it (a `json!` map would sort
+/// "object" first and make serde buffer the whole object before it knows the variant).
+fn line(kind: &str, obj: &serde_json::Value) -> Bytes {
+    Bytes::from(format!("{{\"type\":\"{kind}\",\"object\":{obj}}}\n"))
+}
 
 async fn deliver<K>(encoded: &[Bytes])
 where
@@ -38,15 +60,49 @@ where
         + Sync
         + 'static,
 {
+    deliver_through(
+        |api| Scope::new(Api::<K>::all(api.client()), None),
+        Answer::Lines(encoded.to_vec()),
+    )
+    .await;
+}
+
+/// The same path with the watch answered in protobuf frames.
+async fn deliver_protobuf(frames: &[Bytes]) {
+    deliver_through(
+        |api| {
+            Scope::new(
+                ProtobufListWatch::<CompactPod>::new(api.client(), "/api/v1/pods"),
+                None,
+            )
+        },
+        Answer::Chunks {
+            content_type: PROTOBUF_WATCH,
+            chunks: frames.to_vec(),
+        },
+    )
+    .await;
+}
+
+async fn deliver_through<K>(scope: impl FnOnce(&FakeApi) -> Scope<K>, watch: Answer)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
     let api = FakeApi::default();
     api.list_pods("1", &[]);
-    api.watch_answer(Answer::Lines(encoded.to_vec()));
+    api.watch_answer(watch);
     let config = ReflectorConfig {
         watch_list: false,
         transform: Some(strip_managed_fields()),
         ..ReflectorConfig::default()
     };
-    let informer = SharedInformer::<K>::new("pods", vec![Scope::new(Api::all(api.client()), None)], config);
+    let informer = SharedInformer::<K>::new("pods", vec![scope(&api)], config);
     let seen = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(Notify::new());
     let (s, d) = (seen.clone(), done.clone());
@@ -69,20 +125,28 @@ where
 }
 
 fn bench(c: &mut Criterion) {
-    // Half adds of new pods, half modifications of them.
     // Encoded once; each iteration hands the fake server reference-counted copies of the same lines.
     let encoded: Vec<Bytes> = (0..EVENTS)
         .map(|i| {
-            let (kind, n) = if i < EVENTS / 2 {
-                ("ADDED", i)
-            } else {
-                ("MODIFIED", i - EVENTS / 2)
-            };
+            let (kind, n) = event(i);
             let mut obj = pod_json(n, 10, 100);
             obj["metadata"]["resourceVersion"] = (2 + i).to_string().into();
-            // "type" before "object", as the API server writes a watch event (a `json!` map would sort
-            // "object" first and make serde buffer the whole object before it knows the variant).
-            Bytes::from(format!("{{\"type\":\"{kind}\",\"object\":{obj}}}\n"))
+            line(kind, &obj)
+        })
+        .collect();
+    let web_json: Vec<Bytes> = (0..EVENTS)
+        .map(|i| {
+            let (kind, n) = event(i);
+            line(kind, &web_pod_json(n, 10, 100, 2 + i))
+        })
+        .collect();
+    let web_pb: Vec<Bytes> = (0..EVENTS)
+        .map(|i| {
+            let (kind, n) = event(i);
+            encode::frame(
+                kind,
+                encode::object("v1", "Pod", web_pod_protobuf(n, 10, 100, 2 + i)),
+            )
         })
         .collect();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -99,6 +163,12 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("watch events to handler, CompactPod", |b| {
         b.to_async(&rt).iter(|| deliver::<CompactPod>(&encoded))
+    });
+    g.bench_function("web pod, CompactPod, JSON", |b| {
+        b.to_async(&rt).iter(|| deliver::<CompactPod>(&web_json))
+    });
+    g.bench_function("web pod, CompactPod, protobuf", |b| {
+        b.to_async(&rt).iter(|| deliver_protobuf(&web_pb))
     });
     g.finish();
 
@@ -119,6 +189,14 @@ fn bench(c: &mut Criterion) {
         b.to_async(&rt)
             .iter_custom(|iters| cpu_time_of(iters, || deliver::<CompactPod>(lines)))
     });
+    g.bench_function("web pod, CompactPod, JSON", |b| {
+        b.to_async(&rt)
+            .iter_custom(|iters| cpu_time_of(iters, || deliver::<CompactPod>(&web_json)))
+    });
+    g.bench_function("web pod, CompactPod, protobuf", |b| {
+        b.to_async(&rt)
+            .iter_custom(|iters| cpu_time_of(iters, || deliver_protobuf(&web_pb)))
+    });
     g.finish();
 
     // The floor under the path above: only kube's decoding of each line into a watch event.
@@ -128,6 +206,18 @@ fn bench(c: &mut Criterion) {
     g.bench_function("watch event lines, Pod", |b| b.iter(|| decode::<Pod>(&encoded)));
     g.bench_function("watch event lines, CompactPod", |b| {
         b.iter(|| decode::<CompactPod>(&encoded))
+    });
+    g.bench_function("web pod, CompactPod, JSON", |b| {
+        b.iter(|| decode::<CompactPod>(&web_json))
+    });
+    g.bench_function("web pod, CompactPod, protobuf", |b| {
+        b.iter(|| {
+            web_pb
+                .iter()
+                // Each frame without its 4-byte length prefix, as the reflector's codec hands it over.
+                .filter(|f| protobuf::event::<CompactPod>(f.slice(4..)).is_ok())
+                .count()
+        })
     });
     g.finish();
 }

@@ -1,6 +1,10 @@
 //! Fixtures shared by the benchmarks.
 #![forbid(unsafe_code)]
 
+mod recorded;
+
+pub use recorded::{PODS_JSON, PODS_PB, WEB_POD, web_pod_json, web_pod_protobuf};
+
 use std::sync::Arc;
 
 use controller::CompactPod;
