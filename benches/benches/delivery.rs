@@ -50,16 +50,22 @@ fn line(kind: &str, obj: &serde_json::Value) -> Bytes {
     Bytes::from(format!("{{\"type\":\"{kind}\",\"object\":{obj}}}\n"))
 }
 
-async fn deliver<K>(encoded: &[Bytes])
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+/// The two pod types the bench caches.
+trait Cached:
+    kube::Resource<DynamicType = ()>
+    + Clone
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
 {
+}
+
+impl Cached for Pod {}
+impl Cached for CompactPod {}
+
+async fn deliver<K: Cached>(encoded: &[Bytes]) {
     deliver_through(
         |api| Scope::new(Api::<K>::all(api.client()), None),
         Answer::Lines(encoded.to_vec()),
@@ -84,16 +90,7 @@ async fn deliver_protobuf(frames: &[Bytes]) {
     .await;
 }
 
-async fn deliver_through<K>(scope: impl FnOnce(&FakeApi) -> Scope<K>, watch: Answer)
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
+async fn deliver_through<K: Cached>(scope: impl FnOnce(&FakeApi) -> Scope<K>, watch: Answer) {
     let api = FakeApi::default();
     api.list_pods("1", &[]);
     api.watch_answer(watch);

@@ -429,15 +429,26 @@ def reaction(events, trigger, answer, key):
 
 def idle_pods(api, ns, count):
     """Bare pods nobody owns (they match no selector): the cache every controller holds anyway. Returns
-    once every one is Running, so that the process measured over them lists a still cache instead of
-    receiving the scheduler's and KWOK's updates of pods created a moment ago."""
+    once no pod has changed for QUIET_S seconds (every pod the nodes have room for Running, the rest
+    marked unschedulable once by the scheduler), so that the process measured over them lists a still
+    cache instead of receiving the scheduler's and KWOK's updates of pods created a moment ago."""
+    changes = []
+    watch = Watch(api, ns_path(ns, "", "pods"), changes)
+    watch.start()
+
     def make(i):
         api.post(ns_path(ns, "", "pods"), {"metadata": {"name": f"idle-{i}", "labels": {"app": "idle"}},
                                            "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
-    with ThreadPoolExecutor(16) as ex:
-        list(ex.map(make, range(count)))
-    pending = ns_path(ns, "", "pods") + "?fieldSelector=status.phase%21%3DRunning&limit=1"
-    wait_until("idle pods Running", lambda: not api.get(pending)["items"], 600)
+    try:
+        with ThreadPoolExecutor(16) as ex:
+            list(ex.map(make, range(count)))
+        wait_until("idle pods still", lambda: changes and time.monotonic() - changes[-1][0] > QUIET_S, 900)
+    finally:
+        watch.stop = True
+
+
+# How long the idle pods must go unchanged before the idle workload starts its controller.
+QUIET_S = 5
 
 
 def run_one(api, workload, impl, size, qps, burst):
