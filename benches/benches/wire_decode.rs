@@ -6,9 +6,9 @@ use bytes::Bytes;
 use controller::CompactPod;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use informer::protobuf::decode;
+use kcm_rs_benches::PODS_JSON;
 use kube::api::WatchEvent;
 
-const PODS_JSON: &str = include_str!("../fixtures/pods.json");
 const WATCH_PB: &[u8] = include_bytes!("../fixtures/pods-watch.pb");
 
 /// The recorded pods as the JSON watch lines the server would send: `type` before `object`, as the API

@@ -3,9 +3,9 @@
 
 mod recorded;
 
-pub use recorded::{PODS_JSON, PODS_PB, WEB_POD, web_pod_json, web_pod_protobuf};
+pub use recorded::{PODS_JSON, web_pod_json, web_pod_protobuf};
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use controller::CompactPod;
 use serde_json::Value;
@@ -17,7 +17,9 @@ pub const POD_JSON: &str = include_str!("../fixtures/pod.json");
 /// The recorded pod as JSON, with name, uid and resourceVersion made unique for index `i`, spread over
 /// `namespaces` namespaces and owned by one of `owners` ReplicaSets.
 pub fn pod_json(i: usize, namespaces: usize, owners: usize) -> Value {
-    let mut v: Value = serde_json::from_str(POD_JSON).expect("fixture is valid JSON");
+    static POD: LazyLock<Value> =
+        LazyLock::new(|| serde_json::from_str(POD_JSON).expect("fixture is valid JSON"));
+    let mut v = POD.clone();
     let meta = &mut v["metadata"];
     meta["name"] = format!("web-8cdd8b8cb-{i:06}").into();
     meta["namespace"] = format!("ns-{}", i % namespaces.max(1)).into();

@@ -8,6 +8,8 @@
 //! container statuses. Editing protobuf needs no schema here: only length-delimited fields are
 //! replaced, and every other byte is copied as recorded.
 
+use std::sync::LazyLock;
+
 use bytes::Bytes;
 use informer::protobuf::wire;
 use prost::{
@@ -19,9 +21,22 @@ use serde_json::Value;
 /// The recorded list as JSON.
 pub const PODS_JSON: &str = include_str!("../fixtures/pods.json");
 /// The same list as protobuf: magic, then a `runtime.Unknown` holding the `PodList`.
-pub const PODS_PB: &[u8] = include_bytes!("../fixtures/pods.pb");
+const PODS_PB: &[u8] = include_bytes!("../fixtures/pods.pb");
 /// `web-78bb96cb8d-6r2ff`, the first of the Deployment's three pods in the list.
-pub const WEB_POD: usize = 8;
+const WEB_POD: usize = 8;
+
+/// The web pod's JSON, parsed once for every copy.
+static WEB_JSON: LazyLock<Value> = LazyLock::new(|| {
+    let list: Value = serde_json::from_str(PODS_JSON).expect("fixture is valid JSON");
+    list["items"][WEB_POD].clone()
+});
+
+/// The web pod's `Pod` message, cut out of the list once for every copy.
+static WEB_PB: LazyLock<Bytes> = LazyLock::new(|| {
+    let unknown = wire::Unknown::decode(&PODS_PB[4..]).expect("fixture is runtime.Unknown");
+    let list = wire::List::decode(unknown.raw).expect("fixture holds a PodList");
+    list.items[WEB_POD].clone()
+});
 
 /// Field numbers from `k8s.io/api/core/v1/generated.proto` and apimachinery's `meta/v1`.
 const POD_METADATA: u32 = 1;
@@ -57,8 +72,7 @@ impl Identity {
 /// `owners` ReplicaSets) at `resource_version`.
 pub fn web_pod_json(i: usize, namespaces: usize, owners: usize, resource_version: usize) -> Value {
     let id = Identity::of(i, namespaces, owners, resource_version);
-    let list: Value = serde_json::from_str(PODS_JSON).expect("fixture is valid JSON");
-    let mut v = list["items"][WEB_POD].clone();
+    let mut v = WEB_JSON.clone();
     let meta = &mut v["metadata"];
     meta["name"] = id.name.into();
     meta["namespace"] = id.namespace.into();
@@ -71,11 +85,8 @@ pub fn web_pod_json(i: usize, namespaces: usize, owners: usize, resource_version
 /// The same copy as the `Pod` message a `runtime.Unknown` carries (no magic, no envelope).
 pub fn web_pod_protobuf(i: usize, namespaces: usize, owners: usize, resource_version: usize) -> Bytes {
     let id = Identity::of(i, namespaces, owners, resource_version);
-    let unknown = wire::Unknown::decode(&PODS_PB[4..]).expect("fixture is runtime.Unknown");
-    let list = wire::List::decode(unknown.raw).expect("fixture holds a PodList");
-    let pod = &list.items[WEB_POD];
     let mut first_owner = true;
-    Bytes::from(replace(pod, |field, meta| {
+    Bytes::from(replace(&WEB_PB, |field, meta| {
         (field == POD_METADATA).then(|| {
             replace(meta, |field, value| match field {
                 META_NAME => Some(id.name.clone().into_bytes()),
