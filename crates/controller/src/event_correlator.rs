@@ -10,11 +10,16 @@
 //! * Each object may burst 25 events, refilled at one per 5 minutes; the rest are dropped.
 //!
 //! Kept in memory per recorder, each cache bounded at client-go's 4096 entries (least recently used
-//! out first), so a long-running process does not grow without bound.
+//! out first, by the `lru` crate, as client-go's `k8s.io/utils/lru`), so a long-running process does
+//! not grow without bound. Where client-go keys its caches by the strings of the object, type, reason
+//! and message joined, these hold 128 bits of hash of the same strings, and a set of similar events
+//! holds its messages' hashes: a recorder whose caches are full holds about a tenth of what the
+//! strings cost (the `event_memory` bench), and an event is correlated without building a string.
 
-use std::time::Duration;
+use std::{hash::Hash, time::Duration};
 
-use ahash::AHashMap;
+use ahash::RandomState;
+use lru::LruCache;
 use tokio::time::Instant;
 
 use crate::events::EventRecord;
@@ -33,30 +38,60 @@ pub const SPAM_BURST: f64 = 25.0;
 /// Per-object refill period of the spam filter (client-go `defaultSpamQPS` = 1/300).
 pub const SPAM_REFILL: Duration = Duration::from_secs(300);
 
+/// A key of the correlator's caches: the strings of client-go's key, hashed to 128 bits. Three caches
+/// of 4,096 live keys make two different events share a key with a probability under 2^-100.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EventKey(u128);
+
+/// The event already written under a key, to patch rather than create again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Existing {
+    /// The nanoseconds its name ends with (`<object name>.<nanoseconds in hex>`, client-go's event
+    /// names); its namespace is the object's, as for every event about that object.
+    pub stamp: u64,
+    /// Its count so far.
+    pub count: i32,
+}
+
 /// What to write for one recorded event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
     /// The key to report the written event under ([`Correlator::written`]).
-    pub key: String,
+    pub key: EventKey,
     /// The message to write: the event's own, or the combined one.
     pub message: String,
     /// Whether this is a combined event (it carries no reporting controller or instance upstream).
     pub combined: bool,
-    /// The event already written under this key, to patch with `count`: (name, namespace, count).
-    pub existing: Option<(String, String, i32)>,
+    /// The event already written under this key, to patch with a count one higher.
+    pub existing: Option<Existing>,
 }
 
 /// The correlator's state: one per event recorder.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Correlator {
-    similar: Bounded<Similar>,
-    written: Bounded<(String, String, i32)>,
-    spam: Bounded<Bucket>,
+    /// Hashes the keys; two halves from independently seeded hashers.
+    hashers: [RandomState; 2],
+    similar: LruCache<EventKey, Similar>,
+    written: LruCache<EventKey, Existing>,
+    spam: LruCache<EventKey, Bucket>,
 }
 
+impl Default for Correlator {
+    fn default() -> Self {
+        Correlator {
+            hashers: [RandomState::new(), RandomState::new()],
+            similar: LruCache::unbounded(),
+            written: LruCache::unbounded(),
+            spam: LruCache::unbounded(),
+        }
+    }
+}
+
+/// Similar events seen lately: the hashes of their distinct messages, never more than
+/// [`AGGREGATE_MAX_EVENTS`] - 1 between events.
 #[derive(Debug, Clone)]
 struct Similar {
-    messages: Vec<String>,
+    messages: Vec<u64>,
     last: Instant,
 }
 
@@ -69,18 +104,25 @@ struct Bucket {
 impl Correlator {
     /// Decides what `ev` becomes at `now`; `None` when the spam filter drops it.
     pub fn correlate(&mut self, ev: &EventRecord, now: Instant) -> Option<Decision> {
-        let object = object_key(ev);
-        let similar_key = format!("{object}/{}/{}", ev.type_, ev.reason);
-        let mut similar = self
-            .similar
-            .get(&similar_key)
-            .filter(|s| now.saturating_duration_since(s.last) <= AGGREGATE_INTERVAL)
-            .unwrap_or(Similar {
-                messages: Vec::new(),
-                last: now,
-            });
-        if !similar.messages.contains(&ev.message) {
-            similar.messages.push(ev.message.clone());
+        let o = &ev.object;
+        let object = (
+            o.kind.as_deref(),
+            o.namespace.as_deref(),
+            o.name.as_deref(),
+            o.uid.as_deref(),
+            o.api_version.as_deref(),
+        );
+        let similar_key = self.key((object, ev.type_, ev.reason));
+        let message = self.hashers[0].hash_one(&ev.message);
+        let similar = self.similar.get_or_insert_mut(similar_key, || Similar {
+            messages: Vec::new(),
+            last: now,
+        });
+        if now.saturating_duration_since(similar.last) > AGGREGATE_INTERVAL {
+            similar.messages.clear();
+        }
+        if !similar.messages.contains(&message) {
+            similar.messages.push(message);
         }
         similar.last = now;
         let combine = similar.messages.len() >= AGGREGATE_MAX_EVENTS;
@@ -88,18 +130,18 @@ impl Correlator {
             // The set never grows past the threshold: one message leaves (client-go `PopAny`).
             similar.messages.remove(0);
         }
-        self.similar.put(similar_key.clone(), similar);
+        bound(&mut self.similar);
         let (key, message) = if combine {
             (similar_key, format!("{COMBINED_PREFIX}{}", ev.message))
         } else {
             (
-                format!("{object}/{}/{}/{}", ev.type_, ev.reason, ev.message),
+                self.key((object, ev.type_, ev.reason, &ev.message)),
                 ev.message.clone(),
             )
         };
-        let existing = self.written.get(&key);
+        let existing = self.written.get(&key).copied();
         // The spam filter sees every event after aggregation and counting, as upstream's.
-        if !self.take_token(&object, now) {
+        if !self.take_token(self.key(object), now) {
             return None;
         }
         Some(Decision {
@@ -110,13 +152,19 @@ impl Correlator {
         })
     }
 
-    /// Records that the event for `key` now exists as `name` in `namespace` with `count`.
-    pub fn written(&mut self, key: String, name: String, namespace: String, count: i32) {
-        self.written.put(key, (name, namespace, count));
+    /// Records that the event for `key` now exists, named with `stamp`, with `count`.
+    pub fn written(&mut self, key: EventKey, stamp: u64, count: i32) {
+        self.written.put(key, Existing { stamp, count });
+        bound(&mut self.written);
     }
 
-    fn take_token(&mut self, object: &str, now: Instant) -> bool {
-        let mut bucket = self.spam.get(object).unwrap_or(Bucket {
+    fn key(&self, parts: impl Hash) -> EventKey {
+        let [low, high] = &self.hashers;
+        EventKey(u128::from(high.hash_one(&parts)) << 64 | u128::from(low.hash_one(&parts)))
+    }
+
+    fn take_token(&mut self, object: EventKey, now: Instant) -> bool {
+        let bucket = self.spam.get_or_insert_mut(object, || Bucket {
             tokens: SPAM_BURST,
             last: now,
         });
@@ -127,61 +175,16 @@ impl Correlator {
         if allowed {
             bucket.tokens -= 1.0;
         }
-        self.spam.put(object.to_owned(), bucket);
+        bound(&mut self.spam);
         allowed
     }
 }
 
-fn object_key(ev: &EventRecord) -> String {
-    let o = &ev.object;
-    format!(
-        "{}/{}/{}/{}/{}",
-        o.kind.as_deref().unwrap_or(""),
-        o.namespace.as_deref().unwrap_or(""),
-        o.name.as_deref().unwrap_or(""),
-        o.uid.as_deref().unwrap_or(""),
-        o.api_version.as_deref().unwrap_or("")
-    )
-}
-
-/// A map that forgets its least recently used entry beyond [`CACHE_ENTRIES`].
-#[derive(Debug)]
-struct Bounded<T> {
-    entries: AHashMap<String, (T, u64)>,
-    tick: u64,
-}
-
-impl<T> Default for Bounded<T> {
-    fn default() -> Self {
-        Bounded {
-            entries: AHashMap::new(),
-            tick: 0,
-        }
-    }
-}
-
-impl<T: Clone> Bounded<T> {
-    fn get(&mut self, key: &str) -> Option<T> {
-        self.tick += 1;
-        let tick = self.tick;
-        self.entries.get_mut(key).map(|(v, used)| {
-            *used = tick;
-            v.clone()
-        })
-    }
-
-    fn put(&mut self, key: String, value: T) {
-        self.tick += 1;
-        self.entries.insert(key, (value, self.tick));
-        if self.entries.len() > CACHE_ENTRIES
-            && let Some(oldest) = self
-                .entries
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(k, _)| k.clone())
-        {
-            self.entries.remove(&oldest);
-        }
+/// Forgets the least recently used entries beyond [`CACHE_ENTRIES`]. (The caches are unbounded to
+/// `lru` and bounded here, because a bounded `LruCache` allocates its whole table up front.)
+fn bound<V>(cache: &mut LruCache<EventKey, V>) {
+    while cache.len() > CACHE_ENTRIES {
+        cache.pop_lru();
     }
 }
 

@@ -115,34 +115,32 @@ async fn write_events(
         let Some(decision) = correlator.correlate(&ev, Instant::now()) else {
             continue;
         };
-        let stamp = Time(Timestamp::now());
-        if let Some((name, ns, count)) = &decision.existing {
-            let count = count + 1;
+        let now = Timestamp::now();
+        let stamp = Time(now);
+        let namespace = ev
+            .object
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_owned());
+        if let Some(existing) = decision.existing {
+            let count = existing.count + 1;
             let patch = json!({"count": count, "lastTimestamp": stamp, "message": decision.message});
             if crate::writes::patch::<Event, _>(
                 &client,
-                ns,
-                name,
+                &namespace,
+                &event_name(&ev.object, existing.stamp),
                 &PatchParams::default(),
                 &Patch::Merge(&patch),
             )
             .await
             .is_ok()
             {
-                correlator.written(decision.key, name.clone(), ns.clone(), count);
+                correlator.written(decision.key, existing.stamp, count);
                 continue;
             }
         }
-        let namespace = ev
-            .object
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".to_owned());
-        let name = format!(
-            "{}.{:x}",
-            ev.object.name.as_deref().unwrap_or("unknown"),
-            Timestamp::now().as_nanosecond()
-        );
+        // Nanoseconds since 1970 fit 64 bits until 2554.
+        let nanos = u64::try_from(now.as_nanosecond()).unwrap_or_default();
         // A combined event carries no reporting controller or instance, as client-go's aggregate.
         let (reporting_component, reporting_instance) = if decision.combined {
             (None, None)
@@ -151,7 +149,7 @@ async fn write_events(
         };
         let event = Event {
             metadata: ObjectMeta {
-                name: Some(name.clone()),
+                name: Some(event_name(&ev.object, nanos)),
                 namespace: Some(namespace.clone()),
                 ..ObjectMeta::default()
             },
@@ -171,9 +169,15 @@ async fn write_events(
             ..Event::default()
         };
         match crate::writes::create(&client, &namespace, &event).await {
-            Ok(_) => correlator.written(decision.key, name, namespace, 1),
+            Ok(_) => correlator.written(decision.key, nanos, 1),
             // Namespaces being deleted refuse events; nothing to report then.
             Err(e) => tracing::debug!(reason = ev.reason, "could not write event: {e}"),
         }
     }
+}
+
+/// An event's name: its object's and the nanoseconds it was first written at, in hex (client-go's
+/// `<name>.<UnixNano in hex>`).
+fn event_name(object: &ObjectReference, stamp: u64) -> String {
+    format!("{}.{stamp:x}", object.name.as_deref().unwrap_or("unknown"))
 }
