@@ -1,5 +1,5 @@
-//! Heap held by one event recorder's correlator once its caches are full, and the time it takes to
-//! correlate an event then. Not a timing benchmark: it prints its figures (run with
+//! Heap held by one event recorder's correlator as its caches fill and once they are full, and the CPU
+//! time it takes to correlate an event. Not a timing benchmark: it prints its figures (run with
 //! `cargo bench -p kcm-rs-benches --bench event_memory`).
 //!
 //! The events are a controller's "Created pod: <name>" about objects of one namespace, fed through

@@ -13,8 +13,9 @@
 //! out first, by the `lru` crate, as client-go's `k8s.io/utils/lru`), so a long-running process does
 //! not grow without bound. Where client-go keys its caches by the strings of the object, type, reason
 //! and message joined, these hold 128 bits of hash of the same strings, and a set of similar events
-//! holds its messages' hashes: a recorder whose caches are full holds about a tenth of what the
-//! strings cost (the `event_memory` bench), and an event is correlated without building a string.
+//! holds its messages' hashes: a recorder whose caches are full holds about a third of what the
+//! strings cost (the `event_memory` bench: 1,304 KiB against 4,352), and an event is correlated
+//! without building a string.
 
 use std::{hash::Hash, time::Duration};
 
