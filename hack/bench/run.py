@@ -173,7 +173,13 @@ class Controller:
             self.health = f"https://127.0.0.1:{port}/healthz"
         self.log = open(f"{RUN}/logs/bench-{tag}-{impl}.log", "w")
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
-        self.wait_healthy()
+        try:
+            self.wait_healthy()
+        except BaseException:
+            # A process that never turned healthy may still be running and reconciling: it must not
+            # outlive its run and act on the next one's objects.
+            self.stop()
+            raise
         time.sleep(2)  # informers list and sync after /healthz answers
         self.cpu0 = self.cpu()
 
@@ -459,45 +465,50 @@ QUIET_S = 5
 def run_one(api, workload, impl, size, qps, burst):
     ns = f"bench-{workload}-{impl}-{int(time.time())}"
     api.post("/api/v1/namespaces", {"metadata": {"name": ns}})
-    wait_until("default ServiceAccount", lambda: api_ok(api, f"/api/v1/namespaces/{ns}/serviceaccounts/default"), 60)
-    if workload == "idle":
-        idle_pods(api, ns, size)
-    ev = {"pods": [], "rs": [], "deploy": [], "jobs": []}
-    watches = [Watch(api, ns_path(ns, "", "pods"), ev["pods"]),
-               Watch(api, ns_path(ns, "apps/v1", "replicasets"), ev["rs"]),
-               Watch(api, ns_path(ns, "apps/v1", "deployments"), ev["deploy"]),
-               Watch(api, ns_path(ns, "batch/v1", "jobs"), ev["jobs"])]
-    for w in watches:
-        w.start()
-    wall0 = time.time()
-    ctl = Controller(impl, CONTROLLERS[workload], qps, burst, workload)
+    watches = []
+    # Whatever fails (the controller not starting, a workload timing out), the runner's watches stop
+    # and the namespace goes, so that the next run starts on a clean cluster.
     try:
-        if workload == "rs":
-            converge, lat = rs_workload(api, ns, *size, ev)
-        elif workload == "scale":
-            converge, lat = scale_workload(api, ns, size, ev)
-        elif workload == "deploy":
-            converge, lat = deploy_workload(api, ns, *size, ev)
-        elif workload == "jobs":
-            converge, lat = jobs_workload(api, ns, *size, ev)
-        else:
-            time.sleep(10)
-            converge, lat = None, []
-        time.sleep(2)
-        # An idle cache's work is its first list, done before the window the other workloads measure
-        # opens: for it, the CPU is counted from the process's start.
-        cpu = ctl.cpu() - (0 if workload == "idle" else ctl.cpu0)
-        result = dict(converge=converge, p50=percentile(lat, 50), p99=percentile(lat, 99), samples=len(lat),
-                      watch_gaps=sum(w.gaps for w in watches),
-                      cpu=cpu, rss=ctl.status_mib("VmHWM"), rss_now=ctl.status_mib("VmRSS"))
+        wait_until("default ServiceAccount", lambda: api_ok(api, f"/api/v1/namespaces/{ns}/serviceaccounts/default"), 60)
+        if workload == "idle":
+            idle_pods(api, ns, size)
+        ev = {"pods": [], "rs": [], "deploy": [], "jobs": []}
+        watches = [Watch(api, ns_path(ns, "", "pods"), ev["pods"]),
+                   Watch(api, ns_path(ns, "apps/v1", "replicasets"), ev["rs"]),
+                   Watch(api, ns_path(ns, "apps/v1", "deployments"), ev["deploy"]),
+                   Watch(api, ns_path(ns, "batch/v1", "jobs"), ev["jobs"])]
+        for w in watches:
+            w.start()
+        wall0 = time.time()
+        ctl = Controller(impl, CONTROLLERS[workload], qps, burst, workload)
+        try:
+            if workload == "rs":
+                converge, lat = rs_workload(api, ns, *size, ev)
+            elif workload == "scale":
+                converge, lat = scale_workload(api, ns, size, ev)
+            elif workload == "deploy":
+                converge, lat = deploy_workload(api, ns, *size, ev)
+            elif workload == "jobs":
+                converge, lat = jobs_workload(api, ns, *size, ev)
+            else:
+                time.sleep(10)
+                converge, lat = None, []
+            time.sleep(2)
+            # An idle cache's work is its first list, done before the window the other workloads measure
+            # opens: for it, the CPU is counted from the process's start.
+            cpu = ctl.cpu() - (0 if workload == "idle" else ctl.cpu0)
+            result = dict(converge=converge, p50=percentile(lat, 50), p99=percentile(lat, 99), samples=len(lat),
+                          watch_gaps=sum(w.gaps for w in watches),
+                          cpu=cpu, rss=ctl.status_mib("VmHWM"), rss_now=ctl.status_mib("VmRSS"))
+        finally:
+            ctl.stop()
+        time.sleep(3)  # the audit log is written in batches
+        result["requests"], result["event_writes"] = audit_requests(wall0, time.time())
     finally:
-        ctl.stop()
         for w in watches:
             w.stop = True
-    time.sleep(3)  # the audit log is written in batches
-    result["requests"], result["event_writes"] = audit_requests(wall0, time.time())
-    api.delete(f"/api/v1/namespaces/{ns}")
-    wait_until(f"namespace {ns} gone", lambda: not api_ok(api, f"/api/v1/namespaces/{ns}"), 1800)
+        api.delete(f"/api/v1/namespaces/{ns}")
+        wait_until(f"namespace {ns} gone", lambda: not api_ok(api, f"/api/v1/namespaces/{ns}"), 1800)
     return result
 
 
