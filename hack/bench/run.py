@@ -223,28 +223,45 @@ class Controller:
 
 
 def audit_requests(t0, t1):
-    """Requests of the bench user received between two wall-clock times, from the audit log: (all of
-    them, the event writes among them). Event writes queue behind the controller's own at its token
-    bucket, and many are still queued when a run ends: how many made it into the window says when the
-    process was stopped, not what it would send, so the tables show them apart."""
-    n = events = 0
+    """The bench user's requests received between two wall-clock times, from the audit log, counted
+    by verb, resource (with its subresource) and answer code: a Counter, or None without an audit log.
+    Each request once: a watch's ResponseStarted line is skipped, its ResponseComplete counted."""
     path = f"{RUN}/logs/audit.log"
     if not os.path.exists(path):
-        return None, None
+        return None
+    counts = collections.Counter()
     with open(path) as f:
         for line in f:
             try:
                 ev = json.loads(line)
             except ValueError:
                 continue
-            if ev.get("user", {}).get("username") != "bench":
+            if ev.get("user", {}).get("username") != "bench" or ev.get("stage") == "ResponseStarted":
                 continue
             ts = datetime.datetime.fromisoformat(ev["requestReceivedTimestamp"].replace("Z", "+00:00")).timestamp()
             if t0 <= ts <= t1:
-                n += 1
-                if ev.get("objectRef", {}).get("resource") == "events" and ev.get("verb") in ("create", "patch"):
-                    events += 1
-    return n, events
+                ref = ev.get("objectRef", {})
+                resource = ref.get("resource") or ev.get("requestURI", "?").split("?")[0]
+                if ref.get("subresource"):
+                    resource += "/" + ref["subresource"]
+                counts[(ev.get("verb", "?"), resource, ev.get("responseStatus", {}).get("code"))] += 1
+    return counts
+
+
+def request_figures(counts):
+    """The table's request rows from audit_requests' breakdown. Event writes queue behind the
+    controller's own requests at its token bucket and many are still queued when a busy run ends: how
+    many made it into the window says when the process was stopped, not what it would send, so they
+    are counted apart. Conflicts (409) are writes sent with a resourceVersion the object had already
+    left behind, each one retried: kcm-rs plans one write per object per sync where upstream's later
+    writes in a sync reuse a stale version (crates/deployment's docs)."""
+    if counts is None:
+        return dict(requests=None, event_writes=None, conflicts=None, by_kind=None)
+    return dict(requests=sum(counts.values()),
+                event_writes=sum(n for (verb, res, _), n in counts.items()
+                                 if res == "events" and verb in ("create", "patch")),
+                conflicts=sum(n for (_, _, code), n in counts.items() if code == 409),
+                by_kind={f"{verb} {res} {code}": n for (verb, res, code), n in sorted(counts.items(), key=str)})
 
 
 def wait_until(what, check, timeout):
@@ -503,7 +520,7 @@ def run_one(api, workload, impl, size, qps, burst):
         finally:
             ctl.stop()
         time.sleep(3)  # the audit log is written in batches
-        result["requests"], result["event_writes"] = audit_requests(wall0, time.time())
+        result.update(request_figures(audit_requests(wall0, time.time())))
     finally:
         for w in watches:
             w.stop = True
@@ -554,6 +571,7 @@ def table(workload, size, qps, burst, up, rs):
         ("peak RSS (MiB)", up["rss"], rs["rss"]),
         ("API requests", up["requests"], rs["requests"]),
         ("of which event writes (still queued at the end of a busy run)", up["event_writes"], rs["event_writes"]),
+        ("of which conflicts (409, written from a stale resourceVersion)", up["conflicts"], rs["conflicts"]),
     ]
     out = [f"#### {describe(workload, size)} (qps {qps}, burst {burst})", "",
            "| | upstream KCM | kcm-rs | kcm-rs / upstream |", "| --- | --- | --- | --- |"]
@@ -561,7 +579,20 @@ def table(workload, size, qps, burst, up, rs):
         out.append(f"| {name} | {fmt(a)} | {fmt(b)} | {ratio(a, b)} |")
     out.append(f"| latency samples | {up['samples']} | {rs['samples']} | |")
     out.append(f"| the runner's watch gaps (events lost, samples with them) | {up['watch_gaps']} | {rs['watch_gaps']} | |")
+    out += requests_by_kind(up["by_kind"], rs["by_kind"])
     return "\n".join(out) + "\n"
+
+
+def requests_by_kind(up, rs):
+    """Every request of both runs by verb, resource and answer, folded under the table: where the
+    totals differ, this says which requests make the difference."""
+    if up is None or rs is None:
+        return []
+    out = ["", "<details><summary>API requests by verb, resource and answer code</summary>", "",
+           "| request | upstream KCM | kcm-rs |", "| --- | --- | --- |"]
+    for kind in sorted(set(up) | set(rs)):
+        out.append(f"| {kind} | {up.get(kind, 0)} | {rs.get(kind, 0)} |")
+    return out + ["", "</details>"]
 
 
 def main():
@@ -596,7 +627,8 @@ def main():
                     log(f"{workload} ({describe(workload, size)}), qps {qps}/{burst}: {impl}")
                     t = time.monotonic()
                     results[impl] = run_one(api, workload, impl, size, qps, burst)
-                    log(f"  {impl}: {results[impl]} in {time.monotonic() - t:.0f}s")
+                    figures = {k: v for k, v in results[impl].items() if k != "by_kind"}
+                    log(f"  {impl}: {figures} in {time.monotonic() - t:.0f}s")
                 text = table(workload, size, qps, burst, results["upstream"], results["kcm-rs"])
                 print(text, flush=True)
                 out.append(text + "\n")
