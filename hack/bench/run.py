@@ -261,7 +261,7 @@ def request_figures(counts):
                 event_writes=sum(n for (verb, res, _), n in counts.items()
                                  if res == "events" and verb in ("create", "patch")),
                 conflicts=sum(n for (_, _, code), n in counts.items() if code == 409),
-                by_kind={f"{verb} {res} {code}": n for (verb, res, code), n in sorted(counts.items(), key=str)})
+                by_kind={f"{verb} {res} {code}": n for (verb, res, code), n in counts.items()})
 
 
 def wait_until(what, check, timeout):
