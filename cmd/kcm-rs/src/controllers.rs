@@ -40,6 +40,30 @@ pub enum ControllersError {
     Unknown { given: String, known: String },
     #[error("--controllers: empty entry")]
     Empty,
+    #[error(
+        "--feature-gates: {gate}=true asks {controller} for something kcm-rs does not implement; \
+         turn the gate off, or leave {controller} to kube-controller-manager (--controllers=*,-{controller})"
+    )]
+    UnimplementedGate {
+        gate: &'static str,
+        controller: &'static str,
+    },
+}
+
+/// Refuses a feature gate that changes what an enabled controller must do when kcm-rs does not do
+/// it: `WorkloadWithJob` (alpha) has the Job controller create Workload and PodGroup objects and
+/// gang-schedule Indexed Jobs' pods. Running without them would silently schedule pods one by one.
+pub fn check_gates(
+    enabled: &[&'static str],
+    gates: &controller::FeatureGates,
+) -> Result<(), ControllersError> {
+    if gates.workload_with_job && enabled.contains(&"job-controller") {
+        return Err(ControllersError::UnimplementedGate {
+            gate: "WorkloadWithJob",
+            controller: "job-controller",
+        });
+    }
+    Ok(())
 }
 
 /// Resolves the `--controllers` entries to the set of enabled controller names (KCM names, sorted).
@@ -124,6 +148,15 @@ mod tests {
             parse("-job,job,*").unwrap(),
             ["deployment-controller", "replicaset-controller"]
         );
+    }
+
+    #[test]
+    fn workload_with_job_is_refused_while_the_job_controller_runs() {
+        let gates = controller::FeatureGates::parse("GenericWorkload=true,WorkloadWithJob=true").unwrap();
+        let err = check_gates(&parse("*").unwrap(), &gates).unwrap_err();
+        assert!(err.to_string().contains("WorkloadWithJob"), "{err}");
+        check_gates(&parse("*,-job").unwrap(), &gates).expect("no Job controller, nothing refused");
+        check_gates(&parse("*").unwrap(), &controller::FeatureGates::default()).expect("default gates");
     }
 
     #[test]

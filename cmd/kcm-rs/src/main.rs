@@ -78,6 +78,7 @@ fn init_logging(args: &Args) {
 
 async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let enabled = controllers::enabled_controllers(&args.controllers)?;
+    controllers::check_gates(&enabled, &args.feature_gates)?;
     let config = client::config(&args).await?;
     let server_url = config.cluster_url.clone();
     let config_for_delegation = config.clone();

@@ -172,7 +172,7 @@ pub struct FeatureGates {
     /// The ReplicaSet controller waits until its caches hold its own writes (beta 1.36, on).
     pub stale_controller_consistency_replica_set: bool,
     /// The Job controller creates Workload and PodGroup objects (alpha 1.36, off). kcm-rs does not
-    /// implement it.
+    /// implement it: the binary refuses to start its Job controller with the gate on.
     pub workload_with_job: bool,
 }
 

@@ -84,23 +84,26 @@ pub fn max_container_restarts(pod: &Pod) -> i32 {
         .map_or(0, |cs| cs.iter().map(|c| c.restart_count).max().unwrap_or(0))
 }
 
-/// The most restarts of any sidecar (an init container with `restartPolicy: Always`), the second key
-/// of upstream's restart tier (`compareMaxContainerRestarts`): it decides only where regular
-/// containers tie.
+/// Whether the init container `name` is a sidecar (`restartPolicy: Always`, GA `SidecarContainers`).
+pub fn is_sidecar(pod: &Pod, name: &str) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.init_containers.as_ref())
+        .is_some_and(|init| {
+            init.iter()
+                .any(|c| c.name == name && c.restart_policy.as_deref() == Some("Always"))
+        })
+}
+
+/// The most restarts of any sidecar, the second key of upstream's restart tier
+/// (`compareMaxContainerRestarts`): it decides only where regular containers tie.
 pub fn max_sidecar_restarts(pod: &Pod) -> i32 {
-    let Some(init) = pod.spec.as_ref().and_then(|s| s.init_containers.as_ref()) else {
-        return 0;
-    };
-    let is_sidecar = |name: &str| {
-        init.iter()
-            .any(|c| c.name == name && c.restart_policy.as_deref() == Some("Always"))
-    };
     pod.status
         .as_ref()
         .and_then(|s| s.init_container_statuses.as_ref())
         .map_or(0, |cs| {
             cs.iter()
-                .filter(|c| is_sidecar(&c.name))
+                .filter(|c| is_sidecar(pod, &c.name))
                 .map(|c| c.restart_count)
                 .max()
                 .unwrap_or(0)

@@ -9,7 +9,7 @@
 use controller::compact_pod::Pod;
 use std::{cmp::Reverse, sync::Arc};
 
-use controller::pod_util::{is_ready, max_container_restarts, phase, ready_since};
+use controller::pod_util::{is_ready, max_container_restarts, max_sidecar_restarts, phase, ready_since};
 
 /// A time in a tier: absent (zero) first, then later first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -40,8 +40,10 @@ pub struct DeletionKey<'a> {
     pub ready: bool,
     /// 4. Both ready: ready more recently first (only set for ready pods).
     pub ready_since: LaterFirst,
-    /// 5. More container restarts first.
+    /// 5. More container restarts first, then more sidecar restarts first (upstream
+    ///    `compareMaxContainerRestarts`).
     pub restarts: Reverse<i32>,
+    pub sidecar_restarts: Reverse<i32>,
     /// 6. Created more recently first.
     pub created: LaterFirst,
     /// Equal in every tier: a stable, arbitrary choice.
@@ -70,6 +72,7 @@ impl<'a> DeletionKey<'a> {
                 LaterFirst::Zero
             },
             restarts: Reverse(max_container_restarts(p)),
+            sidecar_restarts: Reverse(max_sidecar_restarts(p)),
             created: LaterFirst::of(p.metadata.creation_timestamp.as_ref().map(|t| t.0)),
             uid: p.metadata.uid.as_deref().unwrap_or(""),
             name: p.metadata.name.as_deref().unwrap_or(""),
@@ -87,6 +90,7 @@ pub fn sort_for_deletion(pods: &mut [Arc<Pod>]) {
             k.ready,
             k.ready_since,
             k.restarts,
+            k.sidecar_restarts,
             k.created,
             k.uid.to_owned(),
             k.name.to_owned(),
@@ -124,6 +128,33 @@ mod tests {
                 "running-ready"
             ]
         );
+    }
+
+    /// Where regular restarts tie, the pod whose sidecar restarted more goes first (upstream
+    /// `compareMaxContainerRestarts`).
+    #[test]
+    fn sidecar_restarts_break_a_restart_tie() {
+        let mut older = pod("older")
+            .node("n")
+            .running()
+            .ready()
+            .created(1)
+            .sidecar("proxy", None);
+        older
+            .0
+            .status
+            .as_mut()
+            .unwrap()
+            .init_container_statuses
+            .as_mut()
+            .unwrap()[0]
+            .restart_count = 3;
+        let mut pods = vec![
+            pod("newer").node("n").running().ready().created(2).build(),
+            older.build(),
+        ];
+        sort_for_deletion(&mut pods);
+        assert_eq!(pods[0].metadata.name.as_deref(), Some("older"));
     }
 
     fn arb_pod() -> impl Strategy<Value = Arc<Pod>> {

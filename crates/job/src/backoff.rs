@@ -2,7 +2,7 @@
 //! consecutive failure since the last success, at most 10 minutes, counted from the last failure's
 //! finish time. Kept in memory per Job, as upstream: a restart forgets it.
 
-use controller::compact_pod::Pod;
+use controller::compact_pod::{ContainerStatus, Pod};
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use k8s_openapi::jiff::Timestamp;
@@ -96,23 +96,21 @@ pub fn remaining_for_failures(failures: i32, last_failure: Option<Timestamp>, no
     delay.saturating_sub(elapsed)
 }
 
-/// When a pod finished: the latest container termination if every container terminated, else the
-/// Ready=False transition, else the deletion time minus its grace period, else its creation
+/// When a pod finished: the latest termination of its containers and sidecars (restartable init
+/// containers stop after the main ones, so their end is the pod's) if all of them terminated, else
+/// the Ready=False transition, else the deletion time minus its grace period, else its creation
 /// (upstream `getFinishedTime`).
 pub fn finished_time(p: &Pod) -> Timestamp {
     let status = p.status.as_ref();
-    let from_containers = status.and_then(|s| s.container_statuses.as_ref()).and_then(|cs| {
-        let mut latest: Option<Timestamp> = None;
-        for c in cs {
-            let t = c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref()?.0;
-            if t == Timestamp::UNIX_EPOCH {
-                return None;
-            }
-            latest = Some(latest.map_or(t, |l| l.max(t)));
-        }
-        latest
-    });
-    if let Some(t) = from_containers {
+    let containers = status.and_then(|s| s.container_statuses.as_deref());
+    let sidecars = status
+        .and_then(|s| s.init_container_statuses.as_deref())
+        .into_iter()
+        .flatten()
+        .filter(|c| controller::pod_util::is_sidecar(p, &c.name));
+    let from_containers = latest_finish(None, containers.into_iter().flatten())
+        .and_then(|latest| latest_finish(latest, sidecars));
+    if let Some(t) = from_containers.flatten() {
         return t;
     }
     let ready_false = status
@@ -156,6 +154,23 @@ impl BackoffStore {
     pub fn remove(&self, key: &str) {
         self.records.lock().remove(key);
     }
+}
+
+/// The latest finish time over `statuses`, starting from `latest`: `None` (no time at all) once one
+/// of them has not terminated or has no finish time, as upstream's `latestFinishTime`; `Some(None)`
+/// when there is no status to read.
+fn latest_finish<'a>(
+    mut latest: Option<Timestamp>,
+    statuses: impl IntoIterator<Item = &'a ContainerStatus>,
+) -> Option<Option<Timestamp>> {
+    for c in statuses {
+        let t = c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref()?.0;
+        if t == Timestamp::UNIX_EPOCH {
+            return None;
+        }
+        latest = Some(latest.map_or(t, |l| l.max(t)));
+    }
+    Some(latest)
 }
 
 #[cfg(test)]

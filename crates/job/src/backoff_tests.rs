@@ -119,6 +119,32 @@ fn finished_time_lookups_in_upstreams_order() {
     assert_eq!(finished_time(&d), ts(20));
 }
 
+/// Sidecars stop after the main containers: their end is the pod's finish time, and one still
+/// running means no container time at all (SidecarContainers, GA).
+#[test]
+fn finished_time_includes_sidecars() {
+    let p = pod("a")
+        .failed()
+        .exit("main", 1, 5)
+        .sidecar("proxy", Some(20))
+        .build();
+    assert_eq!(finished_time(&p), ts(20));
+    let p = pod("a")
+        .failed()
+        .exit("main", 1, 5)
+        .init_exit("setup", 0)
+        .sidecar("proxy", Some(3))
+        .build();
+    assert_eq!(finished_time(&p), ts(5), "a plain init container does not count");
+    let p = pod("a")
+        .failed()
+        .exit("main", 1, 5)
+        .sidecar("proxy", None)
+        .created(2)
+        .build();
+    assert_eq!(finished_time(&p), ts(2), "a running sidecar: the fallbacks");
+}
+
 #[test]
 fn store_keeps_records_per_job() {
     let s = BackoffStore::default();

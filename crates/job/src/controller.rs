@@ -180,6 +180,7 @@ impl<P: PodControl> JobController<P> {
             ),
             metrics: job_metrics.clone(),
             clock: clock.clone(),
+            backoff: Arc::new(BackoffStore::default()),
         };
         let registrations = vec![
             jobs.add_event_handler(JobHandler(handlers.clone()), options.resync_period),
@@ -191,7 +192,7 @@ impl<P: PodControl> JobController<P> {
             recorder,
             expectations: handlers.expectations.clone(),
             finalizers: handlers.finalizers.clone(),
-            backoff: Arc::new(BackoffStore::default()),
+            backoff: handlers.backoff.clone(),
             clock,
             metrics: job_metrics,
             consistency: Arc::new(ConsistencyStore::new()),
@@ -345,7 +346,16 @@ impl<P: PodControl> JobController<P> {
             ));
         }
         let action = plan.metrics_action;
+        let requeue = plan.requeue_after;
         let result = self.executor.execute(plan).await;
+        if result.is_err()
+            && let Some(after) = requeue
+        {
+            // Upstream queues its timed wake-ups (the active deadline, the end of a backoff) while
+            // it syncs, whatever the sync returns; the queue keeps the earlier of this and the
+            // rate-limited retry, so a Job whose writes keep failing still fails on its deadline.
+            h.queue.add_after(key.clone(), after);
+        }
         let outcome = if result.is_ok() { "success" } else { "error" };
         self.executor
             .metrics

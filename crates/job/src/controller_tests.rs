@@ -111,3 +111,21 @@ async fn an_unknown_completion_mode_gets_a_warning_event() {
     assert_eq!(events[0].reason, EVENT_UNKNOWN_COMPLETION_MODE);
     assert!(cluster.world().pod_writes.is_empty());
 }
+
+/// A sync that plans a timed wake-up (here the active deadline) and then fails keeps the wake-up:
+/// the rate-limited retry alone would look at the Job only on the exponential schedule.
+#[tokio::test(start_paused = true)]
+async fn a_failed_sync_keeps_its_timed_wake_up() {
+    let mut j = job(1, Some(1));
+    spec(&mut j).active_deadline_seconds = Some(100);
+    let started = k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(10);
+    crate::fixtures::status(&mut j).start_time =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(started));
+    let (c, cluster, _) = controller(j);
+    cluster.world().fail_status_puts = true;
+    c.sync(&ObjectKey::parse(KEY)).await.unwrap_err();
+    assert_eq!(c.handlers.queue.len(), 0);
+    tokio::time::advance(Duration::from_secs(95)).await;
+    tokio::task::yield_now().await;
+    assert_eq!(c.handlers.queue.len(), 1, "woken at the deadline");
+}

@@ -108,7 +108,7 @@ impl<P: PodControl> Executor<P> {
             self.metrics
                 .pod_failures_handled_by_policy(action.as_str(), u64::from(*n));
         }
-        let (removed, rm_err) = self.remove_finalizers(key.as_str(), &sp.remove_finalizers).await;
+        let (removed, rm_err) = self.remove_finalizers(&plan.owner, &sp.remove_finalizers).await;
         if !removed.is_empty() {
             crate::failpoints::crash_at(crate::failpoints::AFTER_FINALIZER_REMOVAL);
         }
@@ -137,12 +137,15 @@ impl<P: PodControl> Executor<P> {
                 for e in finished_events(completions, after.status.succeeded.unwrap_or(0), c) {
                     self.event(&plan.owner, &e);
                 }
-                let (result, reason) = if c.type_ == crate::conditions::COMPLETE {
-                    (crate::metrics::SUCCEEDED, "")
+                let result = if c.type_ == crate::conditions::COMPLETE {
+                    crate::metrics::SUCCEEDED
                 } else {
-                    (crate::metrics::FAILED, c.reason.as_deref().unwrap_or(""))
+                    crate::metrics::FAILED
                 };
-                self.metrics.job_finished(mode, result, reason);
+                // Both results carry the condition's reason (CompletionsReached, SuccessPolicy,
+                // BackoffLimitExceeded, …), as upstream labels the stable metric.
+                self.metrics
+                    .job_finished(mode, result, c.reason.as_deref().unwrap_or(""));
             }
             self.finished_pod_metrics(&plan.job, &old, &after.status);
         }
@@ -163,9 +166,11 @@ impl<P: PodControl> Executor<P> {
     /// counts) and the first error.
     async fn remove_finalizers(
         &self,
-        key: &str,
+        owner: &Owner,
         pods: &[Arc<Pod>],
     ) -> (HashSet<String>, Option<ControlError>) {
+        let key = owner.key();
+        let key = key.as_str();
         if pods.is_empty() {
             return (HashSet::new(), None);
         }
@@ -175,7 +180,7 @@ impl<P: PodControl> Executor<P> {
             .collect();
         self.finalizers.expect_removed(key, uids.iter().cloned());
         let patch = remove_finalizer_patch();
-        let results = join_all(pods.iter().map(|p| self.patch(p, &patch))).await;
+        let results = join_all(pods.iter().map(|p| self.patch(owner, p, &patch))).await;
         let mut removed = HashSet::new();
         let mut first = None;
         for (uid, r) in uids.into_iter().zip(results) {

@@ -12,8 +12,8 @@ use super::*;
 use crate::{
     backoff::BackoffStore,
     fake_cluster::FakeCluster,
-    fixtures::{job, pod, ts},
-    metrics::NoJobMetrics,
+    fixtures::{JOB_UID, job, pod, ts},
+    metrics::{JobMetrics, NoJobMetrics},
     plan::{Decision, SyncInput, plan_pods},
     spec::{conditions, has_tracking_finalizer, is_finished},
 };
@@ -39,6 +39,10 @@ struct Process {
 
 impl Process {
     fn start(cluster: &FakeCluster) -> Self {
+        Self::start_with(cluster, Arc::new(NoJobMetrics))
+    }
+
+    fn start_with(cluster: &FakeCluster, metrics: Arc<dyn JobMetrics>) -> Self {
         let executor = Executor {
             control: cluster.clone(),
             client: cluster.client(),
@@ -47,7 +51,7 @@ impl Process {
             finalizers: Arc::new(FinalizerExpectations::default()),
             backoff: Arc::new(BackoffStore::default()),
             clock: Arc::new(FixedClock),
-            metrics: Arc::new(NoJobMetrics),
+            metrics,
             consistency: Arc::new(ConsistencyStore::new()),
         };
         Process {
@@ -325,4 +329,99 @@ async fn a_run_from_creation_to_complete_counts_each_pod_once() {
     assert!(has(&status, "Complete") && status.completion_time.is_some());
     assert_eq!(w.pods.len(), 4, "exactly completions pods were created");
     assert!(w.with_finalizer().is_empty());
+}
+
+#[derive(Debug, Default)]
+struct Finished(parking_lot::Mutex<Vec<String>>);
+
+impl JobMetrics for Finished {
+    fn job_finished(&self, completion_mode: &str, result: &str, reason: &str) {
+        self.0.lock().push(format!("{completion_mode} {result} {reason}"));
+    }
+    fn pods_created(&self, reason: &str, status: &str, n: u64) {
+        self.0.lock().push(format!("created {reason} {status} {n}"));
+    }
+}
+
+/// `jobs_finished_total` carries the terminal condition's reason for a succeeded Job too.
+#[tokio::test]
+async fn the_finished_metric_names_the_completion_reason() {
+    let pods = ["a", "b"].map(|n| pod(n).succeeded().build()).to_vec();
+    let c = cluster(job(2, Some(2)), pods);
+    let metrics = Arc::new(Finished::default());
+    let p = Process::start_with(&c, metrics.clone());
+    p.converge(5).await;
+    assert_eq!(*metrics.0.lock(), ["NonIndexed succeeded CompletionsReached"]);
+}
+
+/// Every claim is tried, as upstream's `ClaimPods`: a refused adoption does not hold back the next
+/// one, and the sync fails afterwards. The adoption's resourceVersion is remembered, so the next
+/// sync waits for a pod cache that shows it.
+#[tokio::test]
+async fn a_refused_adoption_does_not_hold_back_the_others() {
+    let pods = vec![
+        pod("a").node("n").running().orphan().build(),
+        pod("b").node("n").running().orphan().build(),
+    ];
+    let c = cluster(job(2, Some(2)), pods);
+    c.world().fail_patch.insert("a".into());
+    let p = Process::start(&c);
+    let err = p.sync().await.unwrap_err();
+    assert!(matches!(err, SyncError::Claim { .. }), "{err}");
+    let w = c.world();
+    assert!(w.pod_writes.contains(&"patch b".to_owned()), "{:?}", w.pod_writes);
+    let b = &w.pods["ns/b"];
+    assert!(
+        b.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|r| r.uid == JOB_UID)
+    );
+    drop(w);
+    let pods_cache_behind = p
+        .executor
+        .consistency
+        .ensure_ready(KEY, |gr| if gr == GR_PODS { 0 } else { u64::MAX });
+    assert!(
+        pods_cache_behind.is_err(),
+        "the adoption's resourceVersion is recorded"
+    );
+}
+
+/// A finishing Job deletes its active pods; a ready pod whose DELETE was sent leaves `ready` even
+/// when the answer is an error, as upstream counts it (the next sync agrees either way).
+#[tokio::test]
+async fn a_failed_delete_of_a_ready_pod_still_leaves_the_ready_count() {
+    let pods = vec![
+        pod("f").failed().exit("main", 1, 10).build(),
+        pod("r1").node("n").running().ready().build(),
+        pod("r2").node("n").running().ready().build(),
+    ];
+    let mut j = job(2, Some(4));
+    j.spec.as_mut().unwrap().backoff_limit = Some(0);
+    let c = cluster(j, pods);
+    c.world().fail_delete.insert("r2".into());
+    let p = Process::start(&c);
+    p.sync().await.unwrap_err();
+    let w = c.world();
+    let last = w.status_puts.last().expect("a status write");
+    assert_eq!(last.ready, Some(0));
+    assert!(!has(last, "Failed"), "not finished while a pod may remain");
+}
+
+/// `job_pods_creation_total` as upstream counts it: "succeeded" counts every attempt, failed ones
+/// too, and "failed" every failure (a quota lets 2 of 4 creates through: batches of 1 and 2, the
+/// second's second call refused).
+#[tokio::test]
+async fn pod_creation_metrics_count_attempts_as_upstream() {
+    let c = cluster(job(4, Some(4)), vec![]);
+    c.world().pod_quota = Some(2);
+    let metrics = Arc::new(Finished::default());
+    let p = Process::start_with(&c, metrics.clone());
+    p.sync().await.unwrap_err();
+    assert_eq!(
+        *metrics.0.lock(),
+        ["created new succeeded 3", "created new failed 1"]
+    );
 }

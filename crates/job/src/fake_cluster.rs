@@ -38,10 +38,16 @@ pub struct World {
     created: u64,
     /// Pod names whose patches fail with a 500.
     pub fail_patch: HashSet<String>,
+    /// Pod names whose deletes fail with a 500.
+    pub fail_delete: HashSet<String>,
+    /// Pod creates allowed before every further one is forbidden (a quota).
+    pub pod_quota: Option<usize>,
     /// Every pod patch hangs forever.
     pub hang_patches: bool,
     /// Status PUTs left before every further one hangs forever.
     pub hang_status_puts_after: Option<usize>,
+    /// Every status PUT fails with a 500.
+    pub fail_status_puts: bool,
     /// Every status written, in order.
     pub status_puts: Vec<JobStatus>,
     /// For every status PUT: the resourceVersion it was sent with, and the one it answered.
@@ -115,6 +121,12 @@ impl FakeCluster {
     ) -> Result<Written, ControlError> {
         let mut pod = pod_from_template(owner, template)?;
         let mut w = self.0.lock();
+        if let Some(left) = w.pod_quota.as_mut() {
+            if *left == 0 {
+                return Err(api_error("create pod", &owner.key(), 403, "Forbidden"));
+            }
+            *left -= 1;
+        }
         w.created += 1;
         let name = format!(
             "{}{}",
@@ -159,6 +171,9 @@ impl PodControl for FakeCluster {
         let rv = w.next_rv();
         w.pod_writes
             .push(format!("delete {}", pod.metadata.name.as_deref().unwrap_or("")));
+        if w.fail_delete.contains(pod.metadata.name.as_deref().unwrap_or("")) {
+            return Err(api_error("delete pod", &key, 500, "InternalError"));
+        }
         let Some(p) = w.pods.get_mut(&key) else {
             return Err(api_error("delete pod", &key, 404, "NotFound"));
         };
@@ -172,6 +187,16 @@ impl PodControl for FakeCluster {
     }
 
     async fn patch_pod(&self, namespace: &str, name: &str, patch: &Value) -> Result<(), ControlError> {
+        self.patch_pod_returning(namespace, name, patch).await.map(|_| ())
+    }
+
+    /// Answers the patched pod's name and new resourceVersion, as the real server does.
+    async fn patch_pod_returning(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &Value,
+    ) -> Result<Option<Written>, ControlError> {
         let key = format!("{namespace}/{name}");
         if self.0.lock().hang_patches {
             futures::future::pending::<()>().await;
@@ -186,12 +211,17 @@ impl PodControl for FakeCluster {
             return Err(api_error("patch pod", &key, 404, "NotFound"));
         };
         apply_patch(p, &patch["metadata"]);
-        p.metadata.resource_version = Some(rv);
+        p.metadata.resource_version = Some(rv.clone());
         if p.metadata.deletion_timestamp.is_some() && p.metadata.finalizers.as_ref().is_none_or(Vec::is_empty)
         {
             w.pods.remove(&key);
         }
-        Ok(())
+        Ok(Some(Written {
+            metadata: controller::writes::WrittenMeta {
+                name: Some(name.to_owned()),
+                resource_version: Some(rv),
+            },
+        }))
     }
 }
 
@@ -255,6 +285,9 @@ async fn answer(state: &Mutex<World>, req: Request<Body>) -> Response<Full<Bytes
         }
         let sent: Job = serde_json::from_slice(&body).expect("a Job");
         let mut w = state.lock();
+        if w.fail_status_puts {
+            return json(500, &status(500, "InternalError"));
+        }
         let rv = w.next_rv();
         let Some(job) = w.jobs.get_mut(&key) else {
             return json(404, &status(404, "NotFound"));

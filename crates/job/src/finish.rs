@@ -53,10 +53,9 @@ impl StatusPlan {
                 let conds = status.conditions.get_or_insert_with(Vec::new);
                 ensure_condition_status(conds, &c.type_, &c.status, reason(c), message(c), now);
                 if c.type_ == COMPLETE {
-                    status.completion_time = conds
-                        .iter()
-                        .find(|x| x.type_ == COMPLETE)
-                        .and_then(|x| x.last_transition_time.clone());
+                    // The time the condition was prepared, before the removals; the condition
+                    // written is stamped now (upstream `enactJobFinished`).
+                    status.completion_time = c.last_transition_time.clone();
                 }
                 write = true;
                 finished = Some(c.clone());

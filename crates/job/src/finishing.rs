@@ -63,16 +63,25 @@ pub fn finishing_condition(
         .and_then(|s| s.start_time.as_ref())
         .map(|t| t.0);
     if let (Some(ads), Some(start), false) = (deadline, start, suspended(job)) {
-        let elapsed_ms = now.as_millisecond() - start.as_millisecond();
-        let allowed_ms = ads.saturating_mul(1000);
-        if elapsed_ms >= allowed_ms {
+        let left = deadline_left(ads, start, now);
+        if left <= 0 {
             return Some(failure(REASON_DEADLINE_EXCEEDED, MESSAGE_DEADLINE_EXCEEDED, now));
         }
-        *requeue_after = Some(Duration::from_millis(
-            u64::try_from(allowed_ms - elapsed_ms).unwrap_or(0),
-        ));
+        *requeue_after = Some(Duration::from_nanos(u64::try_from(left).unwrap_or(u64::MAX)));
     }
     None
+}
+
+/// Nanoseconds left before `activeDeadlineSeconds` counted from `start`; 0 or less once past it.
+///
+/// The allowance is Go's `time.Duration(ads) * time.Second`, which wraps in 64-bit nanoseconds for
+/// `ads` of 9223372037 or more: upstream then fails such a Job on its first sync (int64's maximum
+/// wraps to -1 s) or at a wrapped deadline. That is what a user of upstream observes, so kcm-rs
+/// computes the same allowance instead of an "infinite" one.
+pub fn deadline_left(ads: i64, start: Timestamp, now: Timestamp) -> i128 {
+    const NANOS_PER_SECOND: i64 = 1_000_000_000;
+    let allowed = i128::from(ads.wrapping_mul(NANOS_PER_SECOND));
+    allowed - (now.as_nanosecond() - start.as_nanosecond())
 }
 
 /// With `restartPolicy: OnFailure`, container restarts of running and pending pods count as

@@ -227,6 +227,36 @@ impl PodB {
             });
         self
     }
+    /// A sidecar (init container with `restartPolicy: Always`), terminated at `finished` or running.
+    #[must_use]
+    pub fn sidecar(mut self, name: &str, finished: Option<i64>) -> Self {
+        self.0
+            .spec
+            .get_or_insert_with(PodSpec::default)
+            .init_containers
+            .get_or_insert_with(Vec::new)
+            .push(k8s_openapi::api::core::v1::Container {
+                name: name.into(),
+                restart_policy: Some("Always".into()),
+                ..Default::default()
+            });
+        let terminated = finished.map(|at| ContainerStateTerminated {
+            finished_at: Some(Time(ts(at))),
+            ..ContainerStateTerminated::default()
+        });
+        self.st()
+            .init_container_statuses
+            .get_or_insert_with(Vec::new)
+            .push(ContainerStatus {
+                name: name.into(),
+                state: Some(ContainerState {
+                    terminated,
+                    ..ContainerState::default()
+                }),
+                ..ContainerStatus::default()
+            });
+        self
+    }
     #[must_use]
     pub fn restarts(mut self, n: i32) -> Self {
         self.st()

@@ -10,6 +10,7 @@ use informer::{DeletedObject, EventHandler, LabelMatcher, Lister, ObjectKey, Wor
 use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::OwnerReference};
 
 use crate::{
+    backoff::BackoffStore,
     claim::selector,
     finalizer_expectations::FinalizerExpectations,
     manage::SYNC_JOB_BATCH_PERIOD,
@@ -31,6 +32,9 @@ pub struct Handlers {
     pub orphan_queue: WorkQueue<OrphanKey>,
     pub metrics: Arc<dyn JobMetrics>,
     pub clock: Arc<dyn Clock>,
+    /// Dropped with the Job's delete event, as upstream: a Job re-created under the same name
+    /// before the old key syncs starts without the old one's failures.
+    pub backoff: Arc<BackoffStore>,
 }
 
 impl std::fmt::Debug for Handlers {
@@ -176,16 +180,19 @@ impl EventHandler<Job> for JobHandler {
         if let (Some(start), Some(ads)) = (start, cur_ads)
             && old_ads != Some(ads)
         {
-            let passed_ms = h.clock.now().as_millisecond() - start.0.as_millisecond();
-            let left_ms = ads.saturating_mul(1000) - passed_ms;
-            h.queue
-                .add_after(key, Duration::from_millis(u64::try_from(left_ms).unwrap_or(0)));
+            let left = crate::finishing::deadline_left(ads, start.0, h.clock.now());
+            h.queue.add_after(
+                key,
+                Duration::from_nanos(u64::try_from(left.max(0)).unwrap_or(u64::MAX)),
+            );
         }
     }
 
     fn on_delete(&self, job: &DeletedObject<Job>) {
         let job = job.object();
-        self.0.queue.add(ObjectKey::of(&**job));
+        let key = ObjectKey::of(&**job);
+        self.0.backoff.remove(key.as_str());
+        self.0.queue.add(key);
         self.0.enqueue_selector(job);
     }
 }

@@ -60,6 +60,7 @@ fn handlers(jobs: Vec<Job>) -> (Handlers, Arc<Recorded>) {
         orphan_queue: WorkQueue::new(),
         metrics: metrics.clone(),
         clock: Arc::new(FixedClock),
+        backoff: Arc::default(),
     };
     (h, metrics)
 }
@@ -240,9 +241,19 @@ async fn a_finished_or_deleted_job_sweeps_its_selector() {
     let sweep = drain(&h.orphan_queue);
     assert_eq!(sweep.len(), 1);
     assert!(sweep[0].starts_with("pods of ns selected by"), "{sweep:?}");
+    let failed = crate::backoff::BackoffRecord {
+        failures_after_last_success: 4,
+        last_failure_time: Some(ts(1)),
+    };
+    h.backoff.update(KEY, failed);
     JobHandler(h.clone()).on_delete(&DeletedObject::Final(Arc::new(old)));
     assert_eq!(drain(&h.queue), [KEY], "deletions sync at once");
     assert_eq!(drain(&h.orphan_queue), sweep);
+    assert_eq!(
+        h.backoff.get(KEY),
+        crate::backoff::BackoffRecord::default(),
+        "a Job re-created under the name starts without the old failures"
+    );
 }
 
 #[tokio::test(start_paused = true)]

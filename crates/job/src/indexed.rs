@@ -88,7 +88,8 @@ pub fn first_pending_indexes(count: usize, completions: i32, non_pending: &Order
             out.push(candidate);
             candidate += 1;
         }
-        candidate = candidate.max(iv.last + 1);
+        // An interval may end at i32::MAX (a hand-set index annotation): past it nothing is pending.
+        candidate = candidate.max(iv.last.saturating_add(1));
     }
     while candidate < completions && out.len() < count {
         out.push(candidate);

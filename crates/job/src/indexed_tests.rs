@@ -75,6 +75,16 @@ fn first_pending_indexes_skip_non_pending_ones() {
     assert_eq!(first_pending_indexes(2, 5, &np("0-9")), Vec::<i32>::new());
 }
 
+/// A terminating pod may carry any index annotation the API server accepts, up to i32::MAX: the
+/// interval ending there must not overflow (debug builds panic on it).
+#[test]
+fn first_pending_indexes_take_an_interval_ending_at_i32_max() {
+    let np = OrderedIntervals::parse("0", 4).with_ordered_indexes(&[2, i32::MAX]);
+    assert_eq!(first_pending_indexes(3, 4, &np), vec![1, 3]);
+    let np = OrderedIntervals::parse("", 4).with_ordered_indexes(&[i32::MAX]);
+    assert_eq!(first_pending_indexes(2, i32::MAX, &np), vec![0, 1]);
+}
+
 #[test]
 fn duplicated_and_invalid_index_pods_are_removed_keeping_the_best() {
     let pods = vec![

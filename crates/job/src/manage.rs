@@ -170,12 +170,13 @@ pub fn plan_manage(plan: &mut SyncPlan) {
     }));
 }
 
-/// Waiting out a backoff: look again then (at least a batch period away); upstream reports no
-/// active pods for this sync.
+/// Waiting out a backoff: look again then (at least a batch period away). The status keeps the
+/// current active count: reporting 0 beside Ready pods is a status the API server refuses ("cannot
+/// set more ready pods than active"), which would hold back the failed pod's counting and its
+/// finalizer for the whole backoff (Kubernetes 1.36.3 reports the current count too).
 fn wait(plan: &mut SyncPlan, delay: Duration) {
     let delay = delay.max(SYNC_JOB_BATCH_PERIOD);
     plan.requeue_after = Some(plan.requeue_after.map_or(delay, |d| d.min(delay)));
-    plan.active_override = Some(0);
 }
 
 /// At least `rm_at_least` active pods to delete, in deletion order (upstream `activePodsForRemoval`).

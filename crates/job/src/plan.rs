@@ -103,8 +103,6 @@ pub struct SyncPlan {
     pub manage_called: bool,
     /// [`SyncInput::suspend_clears_start_time`].
     pub suspend_clears_start_time: bool,
-    /// Upstream reports `active = 0` while waiting out a re-creation backoff.
-    pub active_override: Option<i32>,
     pub requeue_after: Option<Duration>,
     /// The `action` label of the sync metrics: reconciling, tracking, pods_created, pods_deleted.
     pub metrics_action: &'static str,
@@ -292,7 +290,6 @@ pub fn plan_pods(input: &SyncInput<'_>) -> Result<Decision<SyncPlan>, PlanError>
         action: PodAction::None,
         manage_called: false,
         suspend_clears_start_time: input.suspend_clears_start_time,
-        active_override: None,
         requeue_after,
         metrics_action: crate::metrics::ACTION_RECONCILING,
         now,

@@ -120,6 +120,27 @@ fn backoff_limit_per_index_fails_indexes_and_max_failed_indexes_fails_the_job() 
     assert_eq!(c.indexes, vec![1], "index 0 waits out its backoff");
 }
 
+/// Upstream's "replacement pod creation delayed by per-index backoff while another index runs": the
+/// status keeps the running index as active (0 beside a Ready pod is refused by the API server).
+#[test]
+fn a_per_index_backoff_beside_a_ready_index_keeps_the_active_count() {
+    let mut j = indexed(job(2, Some(2)));
+    spec(&mut j).backoff_limit_per_index = Some(1);
+    let pods = vec![
+        pod("i0").index(0).node("n").running().ready().build(),
+        pod("i1").index(1).failed().exit("main", 1, NOW).build(),
+    ];
+    let p = full(&j, &pods);
+    assert_eq!(creates(&p), 0, "index 1 waits out its backoff");
+    assert!(p.sync.requeue_after.is_some());
+    let s = &p.status.status;
+    assert_eq!((s.active, s.ready), (Some(1), Some(1)));
+    assert!(
+        p.status.remove_finalizers.is_empty(),
+        "the failed pod is kept, uncounted, until its replacement exists"
+    );
+}
+
 #[test]
 fn success_policy_meets_criteria_on_listed_indexes() {
     let mut j = indexed(job(3, Some(3)));

@@ -209,6 +209,7 @@ fn counting_and_manage_rows() {
         Row { active: 2, terminating: 4, replacement: Some(REPLACE_FAILED), exp_terminating: Some(5), exp_active: 1, deletions: 1, pod_patches: 1, ..row("more terminating pods than parallelism", 1, Some(1), 6) },
         Row { active: 2, terminating: 4, empty_failure_policy: true, exp_terminating: Some(5), exp_active: 1, deletions: 1, pod_patches: 1, ..row("more terminating pods than parallelism; PodFailurePolicy used", 1, Some(1), 6) },
         Row { backoff: BackoffRecord { failures_after_last_success: 1, last_failure_time: Some(ts(NOW)) }, initial: Some((0, 0, 0)), ..row("too few active pods and active back-off", 1, Some(1), 6) },
+        Row { backoff: BackoffRecord { failures_after_last_success: 1, last_failure_time: Some(ts(NOW)) }, initial: Some((0, 0, 0)), active: 1, ready: 1, exp_active: 1, exp_ready: 1, ..row("too few active pods and active back-off with running pods", 2, Some(2), 6) },
         Row { backoff: BackoffRecord { failures_after_last_success: 0, last_failure_time: Some(ts(NOW)) }, creations: 1, exp_active: 1, ..row("too few active pods and no back-offs", 1, Some(1), 6) },
         Row { active: 1, creations: 1, exp_active: 2, ..row("too few active pods with a dynamic job", 2, None, 6) },
         Row { active: 3, deletions: 1, exp_active: 2, pod_patches: 1, exp_terminating: Some(1), ..row("too many active pods", 2, Some(5), 6) },

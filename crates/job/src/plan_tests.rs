@@ -168,7 +168,46 @@ fn re_creation_waits_out_the_pod_failure_backoff() {
     let p = full(&j, &pods);
     assert_eq!(creates(&p), 0);
     assert_eq!(p.sync.requeue_after, Some(Duration::from_secs(8)));
-    assert_eq!(p.status.status.active, Some(0));
+    assert_eq!(p.status.status.active, Some(0), "no pod runs");
+    let pods = vec![
+        pod("r").node("n").running().ready().build(),
+        pod("f").failed().exit("main", 1, NOW - 2).build(),
+    ];
+    let p = full(&job(2, Some(3)), &pods);
+    assert_eq!(creates(&p), 0);
+    let s = &after(&p).status;
+    assert_eq!(
+        (s.active, s.ready, s.failed),
+        (Some(1), Some(1), Some(1)),
+        "the running pod stays active while the failed one is counted"
+    );
+}
+
+/// Upstream's allowance is `time.Duration(ads) * time.Second` in 64-bit nanoseconds: from
+/// 9223372037 s it wraps, and int64's maximum (a common "infinite" value) fails the Job at once.
+/// kcm-rs computes the same allowance (`finishing::deadline_left`).
+#[test]
+fn a_huge_active_deadline_wraps_as_upstreams_duration_does() {
+    let mut j = job(1, Some(1));
+    status(&mut j).start_time = Some(Time(ts(0)));
+    spec(&mut j).active_deadline_seconds = Some(i64::MAX);
+    let p = full(&j, &running(1));
+    assert_eq!(
+        cond(&p.status.status, "FailureTarget"),
+        Some(("True".into(), "DeadlineExceeded".into()))
+    );
+    spec(&mut j).active_deadline_seconds = Some(9_223_372_036);
+    let p = full(&j, &running(1));
+    assert_eq!(
+        cond(&p.status.status, "FailureTarget"),
+        None,
+        "the largest that does not wrap"
+    );
+    assert!(
+        p.sync
+            .requeue_after
+            .is_some_and(|d| d > Duration::from_secs(9_000_000_000))
+    );
 }
 
 #[test]

@@ -3,7 +3,10 @@
 //! the pod is counted), keeping expectations in step with what was actually written.
 
 use controller::compact_pod::Pod;
-use std::sync::Arc;
+use std::sync::{
+    Arc,
+    atomic::{AtomicU64, Ordering},
+};
 
 use controller::{ControlError, Owner, PodControl, slow_start::slow_start_batch};
 use futures::future::join_all;
@@ -22,15 +25,20 @@ use crate::{
 
 impl<P: PodControl> Executor<P> {
     /// Adopts (adding the finalizer) and releases (removing it), after a fresh read for adoption.
+    /// Every claim is tried, as upstream's `ClaimPods`: one refused adoption does not hold back the
+    /// others; the first error fails the sync afterwards.
     pub(crate) async fn claim(&self, plan: &SyncPlan) -> Result<(), ControlError> {
         if !plan.adopt.is_empty() {
             self.can_adopt(&plan.owner).await?;
         }
         let owner_ref = plan.owner.controller_ref();
+        let mut first = None;
         for p in &plan.adopt {
             let patch = json!({"metadata": {"ownerReferences": [owner_ref], "uid": p.metadata.uid, "finalizers": [JOB_TRACKING_FINALIZER]}});
-            match self.patch(p, &patch).await {
-                Err(e) if !e.is_not_found() => return Err(e),
+            match self.patch(&plan.owner, p, &patch).await {
+                Err(e) if !e.is_not_found() => {
+                    first.get_or_insert(e);
+                }
                 _ => {}
             }
         }
@@ -39,12 +47,14 @@ impl<P: PodControl> Executor<P> {
                 "ownerReferences": [{"$patch": "delete", "uid": plan.owner.uid}],
                 "uid": p.metadata.uid,
                 "$deleteFromPrimitiveList/finalizers": [JOB_TRACKING_FINALIZER]}});
-            match self.patch(p, &patch).await {
-                Err(e) if !(e.is_not_found() || e.is_invalid()) => return Err(e),
+            match self.patch(&plan.owner, p, &patch).await {
+                Err(e) if !(e.is_not_found() || e.is_invalid()) => {
+                    first.get_or_insert(e);
+                }
                 _ => {}
             }
         }
-        Ok(())
+        first.map_or(Ok(()), Err)
     }
 
     async fn can_adopt(&self, owner: &Owner) -> Result<(), ControlError> {
@@ -71,10 +81,23 @@ impl<P: PodControl> Executor<P> {
         Ok(())
     }
 
-    pub(crate) async fn patch(&self, p: &Pod, patch: &serde_json::Value) -> Result<(), ControlError> {
+    /// A patch of one of `owner`'s pods. Its resourceVersion goes to the consistency store, as
+    /// upstream's `PatchPod` hands it to `OnWrite`: the next sync waits until the pod cache shows
+    /// the adoption or the finalizer's removal instead of acting on the pod as it was.
+    pub(crate) async fn patch(
+        &self,
+        owner: &Owner,
+        p: &Pod,
+        patch: &serde_json::Value,
+    ) -> Result<(), ControlError> {
         let ns = p.metadata.namespace.as_deref().unwrap_or("");
         let name = p.metadata.name.as_deref().unwrap_or("");
-        self.control.patch_pod(ns, name, patch).await
+        let written = self.control.patch_pod_returning(ns, name, patch).await?;
+        if let Some(w) = written {
+            let rv = w.metadata.resource_version.as_deref();
+            self.consistency.wrote_at(&owner.key(), &owner.uid, GR_PODS, rv);
+        }
+        Ok(())
     }
 
     /// The pod writes, keeping expectations in step; returns what they achieved and the first error.
@@ -83,7 +106,11 @@ impl<P: PodControl> Executor<P> {
         match &plan.action {
             PodAction::None => (ManageOutcome::assumed(&plan.action), None),
             PodAction::DeleteActive(pods) => {
-                let results = join_all(pods.iter().map(|p| self.control.delete_pod(&plan.owner, p))).await;
+                let deletes = pods.iter().map(|p| async {
+                    let r = self.control.delete_pod(&plan.owner, p).await;
+                    (r, true)
+                });
+                let results = join_all(deletes).await;
                 self.deletion_outcome(pods, results)
             }
             PodAction::Delete(pods) => {
@@ -96,13 +123,15 @@ impl<P: PodControl> Executor<P> {
         }
     }
 
-    async fn unfinalize_and_delete(&self, plan: &SyncPlan, p: &Pod) -> Result<(), ControlError> {
+    /// Removes the finalizer, then deletes. Returns the result and whether the DELETE was sent.
+    async fn unfinalize_and_delete(&self, plan: &SyncPlan, p: &Pod) -> (Result<(), ControlError>, bool) {
         let key = plan.key.as_str();
         let mut result = Ok(());
         if has_tracking_finalizer(&p.metadata) {
-            result = self.patch(p, &remove_finalizer_patch()).await;
+            result = self.patch(&plan.owner, p, &remove_finalizer_patch()).await;
         }
-        if result.is_ok() {
+        let sent = result.is_ok();
+        if sent {
             result = self.control.delete_pod(&plan.owner, p).await;
         }
         if result.is_err() {
@@ -110,31 +139,32 @@ impl<P: PodControl> Executor<P> {
             self.expectations
                 .deletion_observed(key, ObjectKey::of(p).as_str());
         }
-        result
+        (result, sent)
     }
 
+    /// A delete counts unless it failed with an error other than NotFound. A ready pod leaves the
+    /// `ready` count once its DELETE was sent, whatever the answer, as upstream counts it (only a
+    /// failed finalizer removal, which stops before the DELETE, keeps it).
     fn deletion_outcome(
         &self,
         pods: &[Arc<Pod>],
-        results: Vec<Result<(), ControlError>>,
+        results: Vec<(Result<(), ControlError>, bool)>,
     ) -> (ManageOutcome, Option<ControlError>) {
         let mut out = ManageOutcome {
             all_deleted: true,
             ..ManageOutcome::default()
         };
         let mut first = None;
-        for (p, r) in pods.iter().zip(results) {
+        for (p, (r, sent)) in pods.iter().zip(results) {
+            if sent && controller::pod_util::is_ready(p) {
+                out.deleted_ready += 1;
+            }
             match r {
                 Err(e) if !e.is_not_found() => {
                     out.all_deleted = false;
                     first.get_or_insert(e);
-                    continue;
                 }
-                _ => {}
-            }
-            out.deleted += 1;
-            if controller::pod_util::is_ready(p) {
-                out.deleted_ready += 1;
+                _ => out.deleted += 1,
             }
         }
         (out, first)
@@ -144,9 +174,11 @@ impl<P: PodControl> Executor<P> {
         let key = plan.key.as_str();
         self.expectations.expect_creations(key, c.count);
         let mut n = 0;
+        let failed = AtomicU64::new(0);
         let (created, err) = slow_start_batch(c.count, || {
             let (template, name) = c.pod(plan, n);
             n += 1;
+            let failed = &failed;
             async move {
                 let r = match &name {
                     Some(g) => {
@@ -160,11 +192,14 @@ impl<P: PodControl> Executor<P> {
                     Ok(pod) => {
                         let rv = pod.metadata.resource_version.as_deref();
                         self.consistency.wrote_at(key, &plan.owner.uid, GR_PODS, rv);
-                        Ok(())
+                        Ok(Attempt::Created)
                     }
                     // The namespace is going away; no create will ever succeed there.
-                    Err(e) if e.is_namespace_terminating() => Ok(()),
-                    Err(e) => Err(e),
+                    Err(e) if e.is_namespace_terminating() => Ok(Attempt::NamespaceTerminating),
+                    Err(e) => {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        Err(e)
+                    }
                 }
             }
         })
@@ -172,13 +207,17 @@ impl<P: PodControl> Executor<P> {
         for _ in created.len()..c.count {
             self.expectations.creation_observed(key);
         }
+        // Counted as upstream's `job_pods_creation_total` counts: every attempt the namespace did
+        // not refuse for terminating is "succeeded", failed ones included; "failed" counts failures.
+        let failed = failed.into_inner();
+        let attempted = created.iter().filter(|a| **a == Attempt::Created).count() as u64 + failed;
         let reason = crate::metrics::creation_reason(&plan.job, plan.failed, plan.terminating);
-        if !created.is_empty() {
+        if attempted > 0 {
             self.metrics
-                .pods_created(reason, crate::metrics::SUCCEEDED, created.len() as u64);
+                .pods_created(reason, crate::metrics::SUCCEEDED, attempted);
         }
-        if err.is_some() {
-            self.metrics.pods_created(reason, crate::metrics::FAILED, 1);
+        if failed > 0 {
+            self.metrics.pods_created(reason, crate::metrics::FAILED, failed);
         }
         let outcome = ManageOutcome {
             created: crate::spec::len_i32(created.len()),
@@ -187,4 +226,13 @@ impl<P: PodControl> Executor<P> {
         };
         (outcome, err)
     }
+}
+
+/// What one create call came to, short of an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attempt {
+    Created,
+    /// Refused because the namespace is terminating: counted as created (no event will come, and
+    /// no create will ever succeed there), as upstream does.
+    NamespaceTerminating,
 }

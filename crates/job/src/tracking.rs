@@ -95,12 +95,9 @@ impl SyncPlan {
         let now = self.now;
         let mut job = self.job.clone();
         let mut finished = self.finished.clone();
-        let mut active = len_i32(self.active.len()) - outcome.deleted + outcome.created;
+        let active = len_i32(self.active.len()) - outcome.deleted + outcome.created;
         let terminating = self.terminating + outcome.deleted;
         let ready = self.ready - outcome.deleted_ready;
-        if let Some(a) = self.active_override {
-            active = a;
-        }
         let mut events = Vec::new();
         let status = job.status.get_or_insert_with(JobStatus::default);
         let mut needs_flush = false;

@@ -176,6 +176,17 @@ fn succeeding_job_by_success_criteria_keeps_pending_pods_uncounted() {
     let types: Vec<&str> = a.conditions.iter().flatten().map(|c| c.type_.as_str()).collect();
     assert_eq!(types, [SUCCESS_CRITERIA_MET, COMPLETE]);
     assert_eq!(a.completion_time, Some(Time(ts(NOW))));
+    // The removals took two seconds: the condition is stamped when written, completionTime keeps
+    // the time the Complete condition was prepared (upstream `enactJobFinished`).
+    let removed = sp
+        .remove_finalizers
+        .iter()
+        .filter_map(|p| p.metadata.uid.clone())
+        .collect();
+    let later = sp.after_removal(&removed, false, ts(NOW + 2)).status;
+    let complete = later.conditions.iter().flatten().find(|c| c.type_ == COMPLETE);
+    assert_eq!(complete.unwrap().last_transition_time, Some(Time(ts(NOW + 2))));
+    assert_eq!(later.completion_time, Some(Time(ts(NOW))));
 }
 
 #[test]
