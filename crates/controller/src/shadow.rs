@@ -108,6 +108,19 @@ impl ShadowState {
     }
 }
 
+/// Whether `namespace` is being deleted (or gone). Shadow mode does not report a disagreement
+/// there: pods vanish and creates are refused, for upstream as for kcm-rs, so upstream's status
+/// and kcm-rs's plan part for reasons neither controller chose. An error reading the namespace
+/// counts as not terminating, so that a real divergence is never hidden by it.
+pub async fn namespace_terminating(client: &kube::Client, namespace: &str) -> bool {
+    let api: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
+    match api.get(namespace).await {
+        Ok(ns) => ns.metadata.deletion_timestamp.is_some(),
+        Err(kube::Error::Api(s)) if s.code == 404 => true,
+        Err(_) => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::{

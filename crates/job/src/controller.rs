@@ -181,6 +181,7 @@ impl<P: PodControl> JobController<P> {
             metrics: job_metrics.clone(),
             clock: clock.clone(),
             backoff: Arc::new(BackoffStore::default()),
+            finished: Arc::default(),
         };
         let registrations = vec![
             jobs.add_event_handler(JobHandler(handlers.clone()), options.resync_period),
@@ -193,6 +194,7 @@ impl<P: PodControl> JobController<P> {
             expectations: handlers.expectations.clone(),
             finalizers: handlers.finalizers.clone(),
             backoff: handlers.backoff.clone(),
+            finished: handlers.finished.clone(),
             clock,
             metrics: job_metrics,
             consistency: Arc::new(ConsistencyStore::new()),
@@ -286,6 +288,13 @@ impl<P: PodControl> JobController<P> {
         {
             spec.suspend = Some(false);
         }
+        let uid = job.metadata.uid.as_deref().unwrap_or_default();
+        if crate::spec::is_finished(&job) {
+            h.finished.observed(uid);
+        } else if h.finished.awaited(uid) {
+            tracing::debug!(job = %key, "written finished, not yet seen so in the cache; skipping");
+            return Ok(None);
+        }
         let satisfied = h.expectations.satisfied(key.as_str());
         let candidates = self.candidates(&job);
         let expected = h.finalizers.expected(key.as_str());
@@ -338,6 +347,16 @@ impl<P: PodControl> JobController<P> {
             let status = plan.status_plan(&ManageOutcome::assumed(&plan.action));
             let full = crate::plan::FullPlan { sync: plan, status };
             let differences = shadow::differences(&job, &full);
+            if !differences.is_empty()
+                && controller::shadow::namespace_terminating(
+                    &self.executor.client,
+                    key.namespace().unwrap_or_default(),
+                )
+                .await
+            {
+                state.forget(COMPONENT, key.as_str());
+                return Ok(None);
+            }
             return Ok(state.observe(
                 COMPONENT,
                 key.as_str(),

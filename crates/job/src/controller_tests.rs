@@ -129,3 +129,37 @@ async fn a_failed_sync_keeps_its_timed_wake_up() {
     tokio::task::yield_now().await;
     assert_eq!(c.handlers.queue.len(), 1, "woken at the deadline");
 }
+
+/// After the write that finishes a Job, a sync on a cache that still shows it unfinished (and its
+/// pods with the finalizer) does nothing, also with the resourceVersion gate off: upstream's
+/// `finishedJobExpectations`. Once the cache shows it finished, it is forgotten.
+#[tokio::test]
+async fn a_job_written_finished_is_not_synced_on_a_stale_cache() {
+    let options = JobOptions {
+        stale_controller_consistency: false,
+        ..JobOptions::default()
+    };
+    let (c, cluster, _) = controller_with(job(2, Some(2)), options);
+    for name in ["a", "b"] {
+        let p = crate::fixtures::pod(name).succeeded().build();
+        cluster.world().add_pod((*p).clone());
+        c.handlers.pods.store().upsert(ObjectKey::of(&*p), p);
+    }
+    c.sync(&ObjectKey::parse(KEY)).await.expect("finishing sync");
+    let written = cluster.world().status_puts.len();
+    assert!(crate::spec::is_finished(&cluster.world().job(KEY)));
+    c.sync(&ObjectKey::parse(KEY)).await.expect("stale sync");
+    assert_eq!(
+        cluster.world().status_puts.len(),
+        written,
+        "nothing written again"
+    );
+    let finished = cluster.world().job(KEY);
+    put(c.handlers.jobs.store(), finished.clone());
+    c.sync(&ObjectKey::parse(KEY)).await.expect("finished Job");
+    assert!(
+        !c.handlers
+            .finished
+            .awaited(finished.metadata.uid.as_deref().unwrap())
+    );
+}

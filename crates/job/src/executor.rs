@@ -20,7 +20,8 @@ use serde_json::json;
 
 use crate::{
     backoff::BackoffStore, finalizer_expectations::FinalizerExpectations, finish::finished_events,
-    metrics::JobMetrics, plan::SyncPlan, spec::JOB_TRACKING_FINALIZER, tracking::PlannedEvent,
+    finished_jobs::FinishedJobs, metrics::JobMetrics, plan::SyncPlan, spec::JOB_TRACKING_FINALIZER,
+    tracking::PlannedEvent,
 };
 
 /// Why a sync must be retried (with the queue's backoff).
@@ -55,6 +56,7 @@ pub struct Executor<P> {
     pub expectations: Arc<Expectations>,
     pub finalizers: Arc<FinalizerExpectations>,
     pub backoff: Arc<BackoffStore>,
+    pub finished: Arc<FinishedJobs>,
     pub clock: Arc<dyn Clock>,
     pub metrics: Arc<dyn JobMetrics>,
     /// The resourceVersions this controller wrote (pods created, Job statuses), so that no sync
@@ -133,6 +135,7 @@ impl<P: PodControl> Executor<P> {
                     source,
                 })?;
             if let Some(c) = &after.finished {
+                self.finished.written(&plan.owner.uid);
                 let completions = crate::spec::completions(&plan.job);
                 for e in finished_events(completions, after.status.succeeded.unwrap_or(0), c) {
                     self.event(&plan.owner, &e);

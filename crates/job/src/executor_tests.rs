@@ -50,6 +50,7 @@ impl Process {
             expectations: Arc::new(Expectations::new()),
             finalizers: Arc::new(FinalizerExpectations::default()),
             backoff: Arc::new(BackoffStore::default()),
+            finished: Arc::default(),
             clock: Arc::new(FixedClock),
             metrics,
             consistency: Arc::new(ConsistencyStore::new()),

@@ -13,6 +13,7 @@ use crate::{
     backoff::BackoffStore,
     claim::selector,
     finalizer_expectations::FinalizerExpectations,
+    finished_jobs::FinishedJobs,
     manage::SYNC_JOB_BATCH_PERIOD,
     metrics::{EVENT_ADD, EVENT_DELETE, JobMetrics},
     orphans::OrphanKey,
@@ -35,6 +36,7 @@ pub struct Handlers {
     /// Dropped with the Job's delete event, as upstream: a Job re-created under the same name
     /// before the old key syncs starts without the old one's failures.
     pub backoff: Arc<BackoffStore>,
+    pub finished: Arc<FinishedJobs>,
 }
 
 impl std::fmt::Debug for Handlers {
@@ -192,6 +194,9 @@ impl EventHandler<Job> for JobHandler {
         let job = job.object();
         let key = ObjectKey::of(&**job);
         self.0.backoff.remove(key.as_str());
+        if let Some(uid) = job.metadata.uid.as_deref() {
+            self.0.finished.observed(uid);
+        }
         self.0.queue.add(key);
         self.0.enqueue_selector(job);
     }

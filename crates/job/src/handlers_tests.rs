@@ -61,6 +61,7 @@ fn handlers(jobs: Vec<Job>) -> (Handlers, Arc<Recorded>) {
         metrics: metrics.clone(),
         clock: Arc::new(FixedClock),
         backoff: Arc::default(),
+        finished: Arc::default(),
     };
     (h, metrics)
 }

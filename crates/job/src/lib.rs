@@ -31,6 +31,7 @@
 //! | a failed sync keeps its timed wake-up (deadline, end of a backoff) beside the rate-limited retry | `controller::tests::a_failed_sync_keeps_its_timed_wake_up` |
 //! | every claim tried before the sync fails; pod patches (adoption, release, finalizer removal) recorded for the stale-cache gate | `executor::tests::a_refused_adoption_does_not_hold_back_the_others` |
 //! | metrics counted as upstream: `jobs_finished_total{reason}` for succeeded Jobs, `job_pods_creation_total` attempts and failures; a ready pod whose DELETE was sent leaves `ready` | `executor::tests::the_finished_metric_names_the_completion_reason`, `executor::tests::pod_creation_metrics_count_attempts_as_upstream`, `executor::tests::a_failed_delete_of_a_ready_pod_still_leaves_the_ready_count` |
+//! | a Job written finished is not synced again until the cache shows it finished (upstream `finishedJobExpectations`, also with `StaleControllerConsistencyJob` off) | `controller::tests::a_job_written_finished_is_not_synced_on_a_stale_cache` |
 //! | completionTime is the time the Complete condition was prepared | `tracking::tests::succeeding_job_by_success_criteria_keeps_pending_pods_uncounted` |
 //! | suspend deletes active pods (Suspended=True JobSuspended) and clears startTime (1.36 gate `MutableSchedulingDirectivesForSuspendedJobs`, on by default; `JobOptions::suspend_clears_start_time`), resume (JobResumed) sets startTime anew | `plan::tests::suspend_deletes_active_pods_clears_start_time_and_resume_resets_it`; e2e `job` scenario `suspend-resume` |
 //! | Indexed: lowest pending indexes, completedIndexes, hostname, generateName ≤ 58, `JOB_COMPLETION_INDEX` from the label | `plan::tests::indexed_creates_the_lowest_pending_indexes`, `indexed::tests` |
@@ -83,6 +84,7 @@ pub mod executor;
 pub mod failpoints;
 pub mod finalizer_expectations;
 pub mod finish;
+pub mod finished_jobs;
 pub mod finishing;
 pub mod handlers;
 pub mod indexed;

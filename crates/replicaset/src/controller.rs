@@ -269,9 +269,11 @@ impl<P: PodControl> ReplicaSetController<P> {
         if let Some(state) = &self.shadow {
             let differences = shadow::differences(&rs, &plan);
             if !differences.is_empty()
-                && self
-                    .namespace_terminating(key.namespace().unwrap_or_default())
-                    .await
+                && controller::shadow::namespace_terminating(
+                    &self.executor.client,
+                    key.namespace().unwrap_or_default(),
+                )
+                .await
             {
                 // Upstream acts too but the API server refuses: not a disagreement.
                 state.forget(COMPONENT, key.as_str());
@@ -294,18 +296,6 @@ impl<P: PodControl> ReplicaSetController<P> {
         let result = self.executor.execute(&rs, plan).await;
         tracing::debug!(replica_set = %key, elapsed = ?started.elapsed(), "finished syncing");
         result
-    }
-
-    /// Whether the namespace is being deleted (shadow mode: pods vanish there and creates are refused,
-    /// for upstream as for kcm-rs).
-    async fn namespace_terminating(&self, namespace: &str) -> bool {
-        let api: kube::Api<k8s_openapi::api::core::v1::Namespace> =
-            kube::Api::all(self.executor.client.clone());
-        match api.get(namespace).await {
-            Ok(ns) => ns.metadata.deletion_timestamp.is_some(),
-            Err(kube::Error::Api(s)) if s.code == 404 => true,
-            Err(_) => false,
-        }
     }
 
     /// The ReplicaSet's own pods and the orphans of its namespace.
