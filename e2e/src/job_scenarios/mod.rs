@@ -2,6 +2,7 @@
 //! it observed. What a pod does comes from its container command, read by the KWOK stages as upstream's
 //! e2e Jobs encode it (hack/README.md, "Simulated pod behaviour").
 
+mod backoff_beside_ready;
 pub mod crash;
 mod helpers;
 
@@ -21,7 +22,7 @@ use crate::{
     wait_for,
 };
 
-type Run = std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>>;
+pub(super) type Run = std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>>;
 
 /// Liveness bound for the backoff scenarios (re-creation delays of 10 s and 20 s) and the big Job.
 const LONG_WAIT: Duration = Duration::from_secs(240);
@@ -433,6 +434,11 @@ pub fn scenarios() -> Vec<Scenario> {
         scenario("deleted-foreground", delete_foreground),
         scenario("deleted-background", delete_background),
         scenario("deleted-orphan", delete_orphan),
+        scenario("backoff-beside-a-ready-pod", backoff_beside_ready::global_backoff),
+        scenario(
+            "per-index-backoff-beside-a-ready-index",
+            backoff_beside_ready::per_index_backoff,
+        ),
         Scenario {
             name: "completions-300",
             run: big,
