@@ -217,6 +217,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             instance: identity.clone(),
             resync_period,
             ignore_paused: args.shadow_perturb == Some(ShadowPerturbation::IgnorePaused),
+            features: args.feature_gates,
         };
         running.push(start.run(
             |s| DeploymentController::shadow(&factory, client.clone(), s, options.clone(), &metrics),

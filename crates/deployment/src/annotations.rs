@@ -66,9 +66,16 @@ pub fn last_revision<'a>(metas: impl IntoIterator<Item = &'a ObjectMeta>) -> i64
     second
 }
 
-/// An integer annotation of a ReplicaSet (desired-replicas, max-replicas).
+/// A replicas annotation of a ReplicaSet (desired-replicas, max-replicas) as upstream reads it: an
+/// unsigned decimal (no sign, no blanks) of at most MaxInt32; anything else counts as absent
+/// (upstream `getNonNegativeInt32FromAnnotation`). A hand-edited "-5" therefore never becomes a
+/// negative size.
 pub fn int_annotation(meta: &ObjectMeta, key: &str) -> Option<i32> {
-    meta.annotations.as_ref()?.get(key)?.parse().ok()
+    let v = meta.annotations.as_ref()?.get(key)?;
+    if !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse::<u32>().ok().and_then(|v| i32::try_from(v).ok())
 }
 
 /// The rollback revision asked for through the deprecated annotation; an invalid value is ignored.
@@ -152,10 +159,12 @@ pub fn set_new_replica_set(
 }
 
 /// Appends `old` to revision-history, dropping the oldest entries to stay within
-/// [`MAX_REVISION_HISTORY_CHARS`]; if even that is not enough, the history is left as it is.
+/// [`MAX_REVISION_HISTORY_CHARS`]; if even that is not enough, the history is left as it is. A
+/// history whose first entry is empty (none, or a hand-edited one starting with a comma) is
+/// replaced, as upstream only looks at that entry to tell whether there is one.
 fn append_history(rs: &mut BTreeMap<String, String>, old: &str) {
     let history = rs.get(REVISION_HISTORY).cloned().unwrap_or_default();
-    if history.is_empty() {
+    if history.split(',').next().is_none_or(str::is_empty) {
         rs.insert(REVISION_HISTORY.to_owned(), old.to_owned());
         return;
     }
@@ -277,6 +286,17 @@ mod tests {
     }
 
     #[test]
+    fn a_revision_history_with_an_empty_first_entry_is_replaced() {
+        // Upstream looks at the first comma-separated entry only: empty means no history.
+        let mut rs = map(&[(REVISION, "3"), (REVISION_HISTORY, ",1,2")]);
+        assert!(set_new_replica_set(None, &mut rs, 4, None));
+        assert_eq!(rs[REVISION_HISTORY], "3");
+        let mut rs = map(&[(REVISION, "3"), (REVISION_HISTORY, "1,,2")]);
+        assert!(set_new_replica_set(None, &mut rs, 4, None));
+        assert_eq!(rs[REVISION_HISTORY], "1,,2,3");
+    }
+
+    #[test]
     fn revision_history_is_trimmed_from_the_front() {
         let long: Vec<String> = (0..400).map(|i| format!("{i:04}")).collect();
         let mut rs = map(&[(REVISION, "9999"), (REVISION_HISTORY, &long.join(","))]);
@@ -305,6 +325,30 @@ mod tests {
             ),
             Some(2)
         );
+    }
+
+    #[test]
+    fn replicas_annotations_parse_as_unsigned_32_bit_values_up_to_max_int32() {
+        // Upstream getNonNegativeInt32FromAnnotation: ParseUint(v, 10, 32), at most MaxInt32.
+        let with = |v: &str| ObjectMeta {
+            annotations: Some(map(&[(MAX_REPLICAS, v)])),
+            ..ObjectMeta::default()
+        };
+        for (v, want) in [
+            ("5", Some(5)),
+            ("007", Some(7)),
+            ("0", Some(0)),
+            ("2147483647", Some(i32::MAX)),
+            ("2147483648", None),
+            ("4294967296", None),
+            ("-5", None),
+            ("+5", None),
+            ("", None),
+            (" 5", None),
+            ("5x", None),
+        ] {
+            assert_eq!(int_annotation(&with(v), MAX_REPLICAS), want, "{v:?}");
+        }
     }
 
     #[test]

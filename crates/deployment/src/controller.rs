@@ -7,6 +7,7 @@ use std::{future::Future, sync::Arc, time::Duration};
 use controller::{
     EventRecorder, SystemClock,
     events::TYPE_WARNING,
+    features::FeatureGates,
     index::{POD_OWNER_INDEX, owned_by, pod_owner_index},
     pod_control::object_reference,
     shadow::ShadowState,
@@ -24,7 +25,7 @@ use crate::{
     executor::{Executor, SyncError},
     handlers::{DeploymentHandler, Handlers, PodHandler, ReplicaSetHandler},
     new_rs::owner,
-    plan::{PlanError, SyncInput, plan_sync},
+    plan::{PlanError, SyncInput, plan_sync_with},
     shadow,
 };
 
@@ -65,6 +66,9 @@ pub struct DeploymentOptions {
     pub resync_period: Option<Duration>,
     /// Testing only (shadow mode's self-check): plan as if no Deployment were paused.
     pub ignore_paused: bool,
+    /// The feature gates the controller reads (`--feature-gates`; default: Kubernetes 1.36's):
+    /// DeploymentReplicaSetTerminatingReplicas, for the status's terminatingReplicas.
+    pub features: FeatureGates,
 }
 
 impl Default for DeploymentOptions {
@@ -74,6 +78,7 @@ impl Default for DeploymentOptions {
             instance: COMPONENT.to_owned(),
             resync_period: None,
             ignore_paused: false,
+            features: FeatureGates::default(),
         }
     }
 }
@@ -223,34 +228,73 @@ impl DeploymentController {
             pods_of: &pods_of,
             now: self.executor.clock.now(),
         };
-        let plan = match plan_sync(&input) {
+        let plan = match plan_sync_with(&input, self.options.features) {
             Ok(plan) => plan,
             Err(e) => {
-                tracing::error!(deployment = %key, "{e}");
-                let reason = match e {
-                    PlanError::InvalidSelector { .. } => REASON_INVALID_SELECTOR,
-                    PlanError::Strategy { .. } => REASON_INVALID_STRATEGY,
-                };
-                self.executor.recorder.record(
-                    &object_reference(&owner(&d)),
-                    TYPE_WARNING,
-                    reason,
-                    e.to_string(),
-                );
+                self.report(&d, key, &e);
                 return Ok(None);
             }
         };
         if let Some(state) = &self.shadow {
+            let differences = shadow::differences(&d, &plan);
+            if !differences.is_empty()
+                && controller::shadow::namespace_terminating(
+                    &self.executor.client,
+                    key.namespace().unwrap_or_default(),
+                )
+                .await
+            {
+                state.forget(COMPONENT, key.as_str());
+                return Ok(None);
+            }
             return Ok(state.observe(
                 COMPONENT,
                 key.as_str(),
                 shadow::fingerprint(&d, &candidates),
-                shadow::differences(&d, &plan),
+                differences,
             ));
         }
+        let gone = self.executor.claim(&plan.key, &plan.owner, &plan.claims).await?;
+        let plan = if gone.is_empty() {
+            plan
+        } else {
+            // The plan counted these orphans as adopted; they were deleted before they could be.
+            let kept: Vec<Arc<ReplicaSet>> = candidates
+                .iter()
+                .filter(|rs| {
+                    !gone
+                        .iter()
+                        .any(|uid| rs.metadata.uid.as_deref() == Some(uid.as_str()))
+                })
+                .cloned()
+                .collect();
+            let input = SyncInput {
+                replica_sets: &kept,
+                ..input
+            };
+            match plan_sync_with(&input, self.options.features) {
+                Ok(plan) => plan,
+                Err(e) => {
+                    self.report(&d, key, &e);
+                    return Ok(None);
+                }
+            }
+        };
         let result = self.executor.execute(&d, plan).await;
         tracing::debug!(deployment = %key, elapsed = ?started.elapsed(), "finished syncing");
         result
+    }
+
+    /// A Deployment that cannot be planned for: logged and told in an event, not retried.
+    fn report(&self, d: &Deployment, key: &ObjectKey, e: &PlanError) {
+        tracing::error!(deployment = %key, "{e}");
+        let reason = match e {
+            PlanError::InvalidSelector { .. } => REASON_INVALID_SELECTOR,
+            PlanError::Strategy { .. } => REASON_INVALID_STRATEGY,
+        };
+        self.executor
+            .recorder
+            .record(&object_reference(&owner(d)), TYPE_WARNING, reason, e.to_string());
     }
 
     /// The Deployment's own ReplicaSets and the orphans of its namespace.

@@ -1,7 +1,9 @@
-//! Doing: carries out a [`SyncPlan`]: ReplicaSet adoption and release, creation (with upstream's
-//! collision handling), updates, history deletions, then the Deployment's status or, for a rollback,
-//! its spec; each write's events once it succeeded. The first failed write ends the sync, to be
-//! retried with backoff, as upstream.
+//! Doing: carries out a [`SyncPlan`]: ReplicaSet adoption and release ([`Executor::claim`], first),
+//! then creation (with upstream's collision handling), updates, history deletions, then the
+//! Deployment's status or, for a rollback, its spec; each write's events once it succeeded. The
+//! first failed write ends the sync, to be retried with backoff, as upstream; a rolling update's
+//! old-ReplicaSet scale-downs are the exception, as upstream's: their failure stops the other
+//! scale-downs only, and the status is still written.
 
 use std::{sync::Arc, time::Duration};
 
@@ -20,6 +22,7 @@ use kube::{
 };
 
 use crate::{
+    claims::ClaimOutcome,
     conditions::{self, FALSE, PROGRESSING},
     plan::{Actions, ClaimPlan, Decision, MSG_SELECTING_ALL, REASON_SELECTING_ALL, RsWrite, SyncPlan},
     replica_sets as rsu, spec,
@@ -62,15 +65,12 @@ impl std::fmt::Debug for Executor {
 }
 
 impl Executor {
-    /// Carries `plan` out for `d`; returns when to sync again.
+    /// Carries out `plan`'s decision for `d`, its claims made already ([`Self::claim`]); returns
+    /// when to sync again.
     pub async fn execute(&self, d: &Deployment, plan: SyncPlan) -> Result<Option<Duration>, SyncError> {
         let SyncPlan {
-            key,
-            owner,
-            claims,
-            decision,
+            key, owner, decision, ..
         } = plan;
-        self.claim(&key, &owner, &claims).await?;
         let reference = object_reference(&owner);
         match decision {
             Decision::SelectingAll { observed } => {
@@ -112,15 +112,29 @@ impl Executor {
                 Err(e) => return self.create_failed(key, owner, d, &a, create, e).await,
             }
         }
+        let mut gave_up = false;
         for u in &a.updates {
+            if u.best_effort && gave_up {
+                continue;
+            }
             let name = rsu::name(&u.rs);
-            writes::replace(client, ns, name, &u.rs)
-                .await
-                .map_err(|e| SyncError::Update {
-                    key: key.clone(),
-                    source: ControlError::api("update replicaset", format!("{}/{name}", owner.namespace), e),
-                })?;
-            emit(&u.events);
+            match writes::replace(client, ns, name, &u.rs).await {
+                Ok(_) => emit(&u.events),
+                Err(e) => {
+                    let source =
+                        ControlError::api("update replicaset", format!("{}/{name}", owner.namespace), e);
+                    if !u.best_effort {
+                        return Err(SyncError::Update {
+                            key: key.clone(),
+                            source,
+                        });
+                    }
+                    // Upstream's rolling update stops scaling old ReplicaSets down at the first
+                    // failure and still cleans up and writes the status; the next event syncs again.
+                    tracing::warn!(deployment = %key, "scaling down an old replica set: {source}");
+                    gave_up = true;
+                }
+            }
         }
         for rs in &a.deletes {
             let name = rsu::name(rs);
@@ -156,7 +170,8 @@ impl Executor {
         Ok(a.requeue_after)
     }
 
-    /// Upstream's three outcomes of a failed create: the ReplicaSet exists and is ours (a stale
+    /// Upstream's three outcomes of a failed create (only the AlreadyExists reason is the first two;
+    /// any other failure, another 409 included, is the third): the ReplicaSet exists and is ours (a stale
     /// cache; plan again), it exists and is not (a hash collision: raise collisionCount so the next
     /// name differs), or the create failed (ReplicaSetCreateError on Progressing and in an event).
     async fn create_failed(
@@ -169,8 +184,9 @@ impl Executor {
         e: kube::Error,
     ) -> Result<Option<Duration>, SyncError> {
         let name = rsu::name(&create.rs).to_owned();
+        let already_exists = is_already_exists(&e);
         let source = ControlError::api("create replicaset", format!("{}/{name}", owner.namespace), e);
-        if source.code() == Some(409) {
+        if already_exists {
             let existing = self.replica_sets.get(Some(&owner.namespace), &name);
             let Some(existing) = existing else {
                 // Not in the cache yet: plan again once it is.
@@ -244,52 +260,61 @@ impl Executor {
             })
     }
 
-    /// Adopts and releases ReplicaSets (strategic-merge patches with the UID as precondition).
-    /// Adoption first checks, with a fresh read, that the Deployment still exists with the same UID
-    /// and is not being deleted (kubernetes/kubernetes#42639).
-    async fn claim(&self, key: &ObjectKey, owner: &Owner, claims: &ClaimPlan) -> Result<(), SyncError> {
-        let err = |source| SyncError::Claim {
-            key: key.clone(),
-            source,
-        };
-        if !claims.adopt.is_empty() {
-            self.can_adopt(owner).await.map_err(err)?;
-        }
-        let patches = claims
-            .adopt
-            .iter()
-            .map(|rs| (rs, adopt_patch(owner, rs.metadata.uid.as_deref().unwrap_or(""))))
-            .chain(claims.release.iter().map(|rs| {
-                (
-                    rs,
-                    release_patch(&owner.uid, rs.metadata.uid.as_deref().unwrap_or("")),
-                )
-            }));
-        for (rs, patch) in patches {
-            let name = rsu::name(rs);
-            let patch = Patch::Strategic(&patch);
-            match writes::patch::<ReplicaSet, _>(
-                &self.client,
-                &owner.namespace,
-                name,
-                &PatchParams::default(),
-                &patch,
-            )
-            .await
-            {
-                Ok(_) => {}
-                // Gone, or recreated under the same name (the UID precondition fails as Invalid).
-                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 422 => {}
+    /// Adopts and releases ReplicaSets (strategic-merge patches with the UID as precondition), all
+    /// of them whatever fails, and returns the UIDs of the orphans that were gone when adopted
+    /// (see [`crate::claims`]). Adoption first checks, once and with a fresh read, that the
+    /// Deployment still exists with the same UID and is not being deleted
+    /// (kubernetes/kubernetes#42639); if it may not adopt, no adoption is tried and the sync fails
+    /// after the releases.
+    pub async fn claim(
+        &self,
+        key: &ObjectKey,
+        owner: &Owner,
+        claims: &ClaimPlan,
+    ) -> Result<Vec<String>, SyncError> {
+        let mut outcome = ClaimOutcome::default();
+        let may_adopt = if claims.adopt.is_empty() {
+            false
+        } else {
+            match self.can_adopt(owner).await {
+                Ok(()) => true,
                 Err(e) => {
-                    return Err(err(ControlError::api(
-                        "patch replicaset",
-                        format!("{}/{name}", owner.namespace),
-                        e,
-                    )));
+                    outcome.failed(e);
+                    false
                 }
             }
+        };
+        for rs in claims.adopt.iter().filter(|_| may_adopt) {
+            let patch = adopt_patch(owner, rs.metadata.uid.as_deref().unwrap_or(""));
+            outcome.adopted(rs, self.patch(owner, rs, &patch).await);
         }
-        Ok(())
+        for rs in &claims.release {
+            let patch = release_patch(&owner.uid, rs.metadata.uid.as_deref().unwrap_or(""));
+            outcome.released(self.patch(owner, rs, &patch).await);
+        }
+        outcome.finish().map_err(|source| SyncError::Claim {
+            key: key.clone(),
+            source,
+        })
+    }
+
+    async fn patch(
+        &self,
+        owner: &Owner,
+        rs: &ReplicaSet,
+        patch: &serde_json::Value,
+    ) -> Result<(), ControlError> {
+        let name = rsu::name(rs);
+        writes::patch::<ReplicaSet, _>(
+            &self.client,
+            &owner.namespace,
+            name,
+            &PatchParams::default(),
+            &Patch::Strategic(patch),
+        )
+        .await
+        .map(drop)
+        .map_err(|e| ControlError::api("patch replicaset", format!("{}/{name}", owner.namespace), e))
     }
 
     async fn can_adopt(&self, owner: &Owner) -> Result<(), ControlError> {
@@ -317,5 +342,27 @@ impl Executor {
             )));
         }
         Ok(())
+    }
+}
+
+/// Whether a create failed because the object exists: the AlreadyExists reason, not any 409
+/// (apimachinery `IsAlreadyExists` looks at the reason only).
+pub fn is_already_exists(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.is_already_exists())
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::core::{Status, response::reason};
+
+    use super::is_already_exists;
+
+    #[test]
+    fn only_the_already_exists_reason_is_an_existing_replica_set() {
+        let api = |reason: &str, code| kube::Error::Api(Status::failure("x", reason).with_code(code).boxed());
+        assert!(is_already_exists(&api(reason::ALREADY_EXISTS, 409)));
+        assert!(!is_already_exists(&api(reason::CONFLICT, 409)));
+        assert!(!is_already_exists(&api(reason::UNKNOWN, 409)));
+        assert!(!is_already_exists(&api(reason::INVALID, 422)));
     }
 }

@@ -300,13 +300,14 @@ impl RsBuilder {
     }
 }
 
-/// The working state of a sync over `olds` and `new`, the new ReplicaSet settled as given.
+/// The working state of a sync over `olds` and `new`, the new ReplicaSet settled as given (the
+/// slots sorted by creation time, as a sync takes them).
 pub fn work<'a>(d: &'a Deployment, new: Option<ReplicaSet>, olds: Vec<ReplicaSet>) -> crate::work::Work<'a> {
-    let has_new = new.is_some();
+    let new_uid = new.as_ref().and_then(|n| n.metadata.uid.clone());
     let rss: Vec<Arc<ReplicaSet>> = olds.into_iter().chain(new).map(Arc::new).collect();
     let mut w = crate::work::Work::new(d, rss, ts(1000));
-    if has_new {
-        w.new = Some(w.slots.len() - 1);
+    if new_uid.is_some() {
+        w.new = w.slots.iter().position(|s| s.original.metadata.uid == new_uid);
     }
     w.lookup = crate::work::NewLookup::Settled;
     w

@@ -34,11 +34,16 @@ impl Handlers {
     }
 
     /// Deployments whose selector matches an orphan ReplicaSet's labels; empty selectors match
-    /// nothing here (upstream `GetDeploymentsForReplicaSet`).
+    /// nothing here, nor does a ReplicaSet without labels, even for a selector of only `NotIn` or
+    /// `DoesNotExist` terms (upstream `GetDeploymentsForReplicaSet`; such an orphan is still
+    /// adopted by the next sync of a Deployment selecting it).
     pub fn matching(&self, rs: &ReplicaSet) -> Vec<Arc<Deployment>> {
         let Some(ns) = rs.metadata.namespace.as_deref() else {
             return Vec::new();
         };
+        if rs.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
+            return Vec::new();
+        }
         let matching: Vec<_> = self
             .deployments
             .list_namespace(ns, &LabelMatcher::Everything)

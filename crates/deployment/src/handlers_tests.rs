@@ -79,3 +79,32 @@ async fn a_deployment_resync_enqueues_it() {
     DeploymentHandler(h.clone()).on_update(&d, &d);
     assert_eq!(drain(&h.queue), ["ns/foo"]);
 }
+
+#[tokio::test]
+async fn an_unlabelled_orphan_wakes_nobody() {
+    // A selector of only NotIn/DoesNotExist matches empty labels, but upstream's
+    // GetDeploymentsForReplicaSet gives up on a ReplicaSet without labels first.
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+    let h = setup(false);
+    let mut d = deployment("notin", 1).build();
+    d.metadata.uid = Some("notin-uid".into());
+    d.spec.as_mut().unwrap().selector = LabelSelector {
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: "tier".into(),
+            operator: "NotIn".into(),
+            values: Some(vec!["db".into()]),
+        }]),
+        match_labels: None,
+    };
+    h.deployments.store().upsert(ObjectKey::of(&d), Arc::new(d));
+    for labels in [None, Some(Default::default())] {
+        let mut orphan = rs("bare", 1, 1).orphan().build();
+        orphan.metadata.labels = labels;
+        ReplicaSetHandler(h.clone()).on_add(&Arc::new(orphan), false);
+        assert!(drain(&h.queue).is_empty());
+    }
+    let mut labelled = rs("labelled", 1, 1).orphan().build();
+    labelled.metadata.labels = Some([("tier".to_owned(), "web".to_owned())].into());
+    ReplicaSetHandler(h.clone()).on_add(&Arc::new(labelled), false);
+    assert_eq!(drain(&h.queue), ["ns/notin"]);
+}

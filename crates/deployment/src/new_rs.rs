@@ -35,17 +35,46 @@ pub fn new_rs_new_replicas(d: &Deployment, total_replicas: i32, new_replicas: i3
     let replicas = spec::replicas(d);
     match spec::strategy(d) {
         Strategy::RollingUpdate { max_surge, .. } => {
-            let surge = spec::scaled_value(&max_surge, replicas, true)?;
-            let max_total = replicas + surge;
+            // int32 arithmetic as upstream's: past MaxInt32 the total wraps negative, and the
+            // new ReplicaSet stays at its size (0 for `--replicas=2147483647` with a surge).
+            #[allow(clippy::cast_possible_truncation)]
+            let surge = spec::scaled_value(&max_surge, replicas, true)? as i32;
+            let max_total = replicas.wrapping_add(surge);
             if total_replicas >= max_total {
                 return Ok(new_replicas);
             }
-            let up = (max_total - total_replicas).min(replicas - new_replicas);
-            Ok(new_replicas + up)
+            let up = max_total
+                .wrapping_sub(total_replicas)
+                .min(replicas.wrapping_sub(new_replicas));
+            Ok(new_replicas.wrapping_add(up))
         }
         Strategy::Recreate => Ok(replicas),
         Strategy::Unknown(t) => Err(SizeError::UnknownStrategy(t)),
     }
+}
+
+/// Longest object name the API server accepts for a ReplicaSet: a DNS-1123 subdomain (apimachinery
+/// `validation.DNS1123SubdomainMaxLength`).
+pub const MAX_OBJECT_NAME_LEN: usize = 253;
+/// Between the Deployment's name and the template hash in a ReplicaSet's name (upstream
+/// `replicaSetNameSeparator`).
+pub const NAME_SEPARATOR: &str = "-";
+
+/// `<deployment>-<hash>`, the Deployment's part cut short enough for the whole to be a valid name;
+/// a hash so long that nothing of the name would fit leaves the name whole (upstream
+/// `generateReplicaSetName`). Nothing more is done about the cut: a name cut just after a `.`
+/// gives a name the API refuses, as upstream's does.
+pub fn replica_set_name(deployment: &str, hash: &str) -> String {
+    let room = MAX_OBJECT_NAME_LEN.saturating_sub(NAME_SEPARATOR.len() + hash.len());
+    let mut cut = deployment.len();
+    if cut > room && room > 0 {
+        // Names the API accepts are ASCII; a hand-built one is cut on a character boundary.
+        cut = room;
+        while !deployment.is_char_boundary(cut) {
+            cut -= 1;
+        }
+    }
+    format!("{}{NAME_SEPARATOR}{hash}", &deployment[..cut])
 }
 
 /// The Deployment as an owner of ReplicaSets.
@@ -61,8 +90,8 @@ pub fn owner(d: &Deployment) -> Owner {
     }
 }
 
-/// The ReplicaSet to create for the Deployment's template: named `<deployment>-<hash>` (the same name
-/// every time, so a repeated create fails instead of duplicating), the hash added to its labels,
+/// The ReplicaSet to create for the Deployment's template: named by [`replica_set_name`] (the same
+/// name every time, so a repeated create fails instead of duplicating), the hash added to its labels,
 /// selector and template, controlled by the Deployment.
 pub fn build_new_replica_set(
     d: &Deployment,
@@ -84,7 +113,7 @@ pub fn build_new_replica_set(
         .insert(POD_TEMPLATE_HASH_LABEL.into(), hash.clone());
     ReplicaSet {
         metadata: ObjectMeta {
-            name: Some(format!("{}-{hash}", d.metadata.name.as_deref().unwrap_or(""))),
+            name: Some(replica_set_name(d.metadata.name.as_deref().unwrap_or(""), &hash)),
             namespace: d.metadata.namespace.clone(),
             owner_references: Some(vec![owner(d).controller_ref()]),
             labels,
@@ -122,7 +151,9 @@ impl Work<'_> {
             .unwrap_or_default();
         let originals: Vec<&ReplicaSet> = self.slots.iter().map(Slot::rs).collect();
         self.new = rsu::find_new(&template, originals);
-        let new_revision = annotations::max_revision(self.olds().iter().map(|i| &self.rs(*i).metadata)) + 1;
+        // int64 as upstream's, wrapping past a hand-written maximum.
+        let new_revision =
+            annotations::max_revision(self.olds().iter().map(|i| &self.rs(*i).metadata)).wrapping_add(1);
         if let Some(i) = self.new {
             self.lookup = NewLookup::Settled;
             self.refresh_existing_new(i, new_revision);
@@ -141,7 +172,7 @@ impl Work<'_> {
             self.d.metadata.annotations.as_ref(),
             &mut ann,
             new_revision,
-            Some((desired, desired + spec::max_surge(&self.d))),
+            Some((desired, desired.wrapping_add(spec::max_surge(&self.d)))),
         );
         let rs = build_new_replica_set(&self.d, replicas, ann);
         let name = rsu::name(&rs).to_owned();
@@ -179,7 +210,7 @@ impl Work<'_> {
         let changed = annotations::set_new_replica_set(d_annotations.as_ref(), &mut ann, new_revision, None);
         let rs_min_ready = rs.spec.as_ref().and_then(|s| s.min_ready_seconds);
         if changed || rs_min_ready.unwrap_or(0) != min_ready.unwrap_or(0) {
-            let rs = self.slots[i].rs_mut();
+            let rs = self.rs_mut(i);
             rs.metadata.annotations = Some(ann);
             rs.spec.get_or_insert_with(Default::default).min_ready_seconds = min_ready;
             return;
@@ -244,6 +275,48 @@ mod tests {
             new_rs_new_replicas(&unknown, 0, 0),
             Err(SizeError::UnknownStrategy("X".into()))
         );
+    }
+
+    #[test]
+    fn long_deployment_names_are_cut_to_fit_the_replica_set_name() {
+        // Upstream TestDeploymentController_generateReplicaSetName: the Deployment's part is cut so
+        // that `<name>-<hash>` stays a valid object name.
+        for len in [13, 242, 250, 253] {
+            let name = "a".repeat(len);
+            let d = deployment(&name, 1).build();
+            let hash = compute_hash(&d.spec.as_ref().unwrap().template, None);
+            let rs = build_new_replica_set(&d, 1, BTreeMap::new());
+            let got = rs.metadata.name.unwrap();
+            let cut = MAX_OBJECT_NAME_LEN - 1 - hash.len();
+            assert_eq!(got, format!("{}-{hash}", &name[..len.min(cut)]), "{len}");
+            assert!(got.len() <= MAX_OBJECT_NAME_LEN, "{len}: {}", got.len());
+        }
+    }
+
+    #[test]
+    fn replica_set_names_as_upstream_generates_them() {
+        // Upstream TestGenerateReplicaSetName.
+        let (a, b, d) = ("a".repeat(242), "b".repeat(250), "d".repeat(252));
+        let h = "h".repeat(252);
+        let cases = [
+            (
+                "my-deployment",
+                "abcde12345",
+                "my-deployment-abcde12345".to_owned(),
+            ),
+            (a.as_str(), "abcde12345", format!("{a}-abcde12345")),
+            (b.as_str(), "abcde12345", format!("{}-abcde12345", &b[..242])),
+            (d.as_str(), h.as_str(), format!("{d}-{h}")),
+        ];
+        for (name, hash, want) in cases {
+            assert_eq!(
+                replica_set_name(name, hash),
+                want,
+                "{} {}",
+                name.len(),
+                hash.len()
+            );
+        }
     }
 
     #[test]

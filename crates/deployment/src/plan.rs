@@ -11,7 +11,7 @@
 use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
-use controller::{Claim, Owner, events::TYPE_WARNING, ref_manager::decide};
+use controller::{Claim, Owner, events::TYPE_WARNING, features::FeatureGates, ref_manager::decide};
 use informer::{LabelMatcher, ObjectKey, SelectorError};
 use k8s_openapi::{
     api::apps::v1::{Deployment, ReplicaSet},
@@ -65,6 +65,8 @@ pub struct RsWrite {
     pub original: Option<Arc<ReplicaSet>>,
     pub rs: ReplicaSet,
     pub events: Vec<PlannedEvent>,
+    /// A failure of this write is logged and the sync goes on (see `work::Slot::best_effort`).
+    pub best_effort: bool,
 }
 
 /// The writes of one sync, in the order they are made.
@@ -130,8 +132,14 @@ pub enum PlanError {
 }
 
 /// Plans one sync: adoption and release, then by priority the status only (being deleted), a paused
-/// Deployment's scaling, a rollback, a scaling event, or a rollout step by strategy.
+/// Deployment's scaling, a rollback, a scaling event, or a rollout step by strategy. The feature
+/// gates are Kubernetes 1.36's defaults (see [`plan_sync_with`]).
 pub fn plan_sync(input: &SyncInput<'_>) -> Result<SyncPlan, PlanError> {
+    plan_sync_with(input, FeatureGates::default())
+}
+
+/// [`plan_sync`] under the feature gates `features`.
+pub fn plan_sync_with(input: &SyncInput<'_>, features: FeatureGates) -> Result<SyncPlan, PlanError> {
     let d = input.deployment;
     let key = ObjectKey::of(d);
     let owner = owner(d);
@@ -160,6 +168,7 @@ pub fn plan_sync(input: &SyncInput<'_>) -> Result<SyncPlan, PlanError> {
         source,
     };
     let mut w = Work::new(d, owned, input.now);
+    w.features = features;
     steps(&mut w, input).map_err(strategy_error)?;
     let actions = into_actions(w);
     Ok(SyncPlan {
@@ -208,8 +217,10 @@ fn sync_scaling(w: &mut Work<'_>) -> Result<(), SizeError> {
 }
 
 /// Sorts the namespace's ReplicaSets into adopted, released and ignored, and returns the ones the
-/// Deployment manages this sync (owned and matching, plus those it adopts: adoption is assumed to
-/// succeed, as upstream returns them).
+/// Deployment manages this sync (owned and matching, plus those it adopts). The plan assumes every
+/// adoption succeeds; the controller carries it out only once they all did, after planning again
+/// without any orphan found gone (as upstream counts an orphan as its own only once adopted, and
+/// fails the sync on any other adoption error).
 pub fn plan_claims(
     owner: &Owner,
     matcher: &LabelMatcher,
@@ -239,19 +250,24 @@ fn into_actions(w: Work<'_>) -> Actions {
         requeue_after: w.requeue_after,
         ..Actions::default()
     };
-    for slot in w.slots {
+    let mut slots = w.slots;
+    // Writes in the order of their first change (unchanged ones last, and unwritten).
+    slots.sort_by_key(|s| s.write_order.unwrap_or(usize::MAX));
+    for slot in slots {
         if slot.created {
             let rs = slot.modified.unwrap_or_else(|| (*slot.original).clone());
             a.create = Some(RsWrite {
                 original: None,
                 rs,
                 events: slot.events,
+                best_effort: false,
             });
         } else if let Some(rs) = slot.modified {
             a.updates.push(RsWrite {
                 original: Some(slot.original),
                 rs,
                 events: slot.events,
+                best_effort: slot.best_effort,
             });
         }
     }
@@ -290,3 +306,11 @@ pub fn warning(reason: &'static str, message: String) -> PlannedEvent {
 #[cfg(test)]
 #[path = "plan_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "plan_order_tests.rs"]
+mod order_tests;
+
+#[cfg(test)]
+#[path = "plan_overflow_tests.rs"]
+mod overflow_tests;

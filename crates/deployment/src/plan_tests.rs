@@ -332,3 +332,46 @@ fn an_unknown_strategy_is_an_error_naming_the_deployment() {
         "Deployment ns/foo: deployment type \"BlueGreen\" isn't supported"
     );
 }
+
+#[test]
+fn a_given_up_scale_down_still_writes_the_status() {
+    // The old ReplicaSet reports more available pods than its size: no ReplicaSet is written, the
+    // status is (upstream carries on to the history cleanup and the status after that case).
+    let d = deployment("foo", 10).rolling(int(1), int(1)).build();
+    let rss = [
+        rs("old", 4, 1).image("old").revision("1").pods(6, 6).arc(),
+        rs("new", 7, 2).revision("2").desired(10, 1).arc(),
+    ];
+    let a = actions(plan(&d, &rss));
+    assert!(a.updates.is_empty(), "{:?}", a.updates);
+    let status = a.status.unwrap().status.unwrap();
+    assert_eq!(status.available_replicas, Some(13));
+}
+
+#[test]
+fn terminating_replicas_only_with_its_feature_gate() {
+    // Upstream leaves status.terminatingReplicas unset with DeploymentReplicaSetTerminatingReplicas
+    // off, even where the sum is known (0 for a Deployment without ReplicaSets).
+    let d = deployment("foo", 1).paused().build();
+    let input = SyncInput {
+        deployment: &d,
+        replica_sets: &[],
+        pods_of: &no_pods,
+        now: ts(1000),
+    };
+    let status = |features| {
+        let a = actions(plan_sync_with(&input, features).unwrap());
+        a.status.unwrap().status.unwrap().terminating_replicas
+    };
+    let on = FeatureGates::default();
+    assert!(
+        on.deployment_replica_set_terminating_replicas,
+        "on by default in 1.36"
+    );
+    assert_eq!(status(on), Some(0));
+    let off = FeatureGates {
+        deployment_replica_set_terminating_replicas: false,
+        ..on
+    };
+    assert_eq!(status(off), None);
+}

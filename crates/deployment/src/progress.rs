@@ -48,7 +48,7 @@ impl Work<'_> {
     /// When nothing changes, a stuck rollout is looked at again at its deadline.
     pub fn sync_rollout_status(&mut self) {
         let d = &self.d;
-        let mut new = status::calculate_status(d, &self.views(), self.new_rs(), self.now);
+        let mut new = self.calculate_status();
         let deadline = spec::progress_deadline(d);
         if deadline.is_none() {
             conditions::remove(&mut new, PROGRESSING);
@@ -111,7 +111,7 @@ impl Work<'_> {
         self.d.status = Some(new);
     }
 
-    /// The new ReplicaSet's ReplicaFailure condition, else the first old one's.
+    /// The new ReplicaSet's ReplicaFailure condition, else the oldest old one's.
     fn replica_failure(&self) -> Option<DeploymentCondition> {
         let failure = |i: usize| {
             self.rs(i)
@@ -123,7 +123,7 @@ impl Work<'_> {
         };
         self.new
             .and_then(failure)
-            .or_else(|| (0..self.slots.len()).find_map(failure))
+            .or_else(|| self.olds_then_new().find_map(failure))
     }
 }
 

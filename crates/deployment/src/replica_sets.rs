@@ -117,21 +117,23 @@ pub fn find_new<'a>(
         .map(|(i, _)| i)
 }
 
-/// Sum of spec.replicas.
+/// Sum of spec.replicas. This and the other sums add in int32 and wrap as upstream's do: counts
+/// near MaxInt32 are valid, and what the controller then writes (sizes, annotations, status) is what
+/// upstream writes.
 pub fn sum_replicas<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i32 {
-    rss.into_iter().map(replicas).sum()
+    rss.into_iter().map(replicas).fold(0, i32::wrapping_add)
 }
 
 pub fn sum_status_replicas<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i32 {
-    rss.into_iter().map(status_replicas).sum()
+    rss.into_iter().map(status_replicas).fold(0, i32::wrapping_add)
 }
 
 pub fn sum_ready<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i32 {
-    rss.into_iter().map(ready).sum()
+    rss.into_iter().map(ready).fold(0, i32::wrapping_add)
 }
 
 pub fn sum_available<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i32 {
-    rss.into_iter().map(available).sum()
+    rss.into_iter().map(available).fold(0, i32::wrapping_add)
 }
 
 /// Terminating pods of all ReplicaSets. A ReplicaSet its controller never synced (observedGeneration
@@ -145,7 +147,7 @@ pub fn sum_terminating<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> Opt
         match s.and_then(|s| s.terminating_replicas) {
             None if observed == 0 => {}
             None => return None,
-            Some(n) => sum += n,
+            Some(n) => sum = i32::wrapping_add(sum, n),
         }
     }
     Some(sum)

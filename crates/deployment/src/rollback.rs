@@ -33,7 +33,8 @@ impl Work<'_> {
                 return Ok(());
             }
         }
-        let target = (0..self.slots.len())
+        let target = self
+            .olds_then_new()
             .find(|i| annotations::revision(&self.rs(*i).metadata).is_ok_and(|v| v == revision));
         let Some(i) = target else {
             self.warn(REASON_ROLLBACK_NOT_FOUND, MSG_REVISION_NOT_FOUND.to_owned());

@@ -72,7 +72,12 @@ fn cleanup_unhealthy_removes_at_most_the_budget() {
             None,
             vec![rs("old", 10, 1).image("old").pods(10, available).build()],
         );
-        assert_eq!(w.cleanup_unhealthy(budget), want, "{available} {budget}");
+        let olds = w.active_olds();
+        assert_eq!(
+            w.cleanup_unhealthy(&olds, budget),
+            Some(want),
+            "{available} {budget}"
+        );
     }
 }
 
@@ -93,7 +98,8 @@ fn scale_down_olds_stops_at_min_available() {
             None,
             vec![rs("old", old, 1).image("old").pods(old, available).build()],
         );
-        let down = w.scale_down_olds();
+        let olds = w.active_olds();
+        let down = w.scale_down_olds(&olds);
         match want {
             Some(size) => assert_eq!(crate::replica_sets::replicas(w.rs(0)), size),
             None => assert_eq!(down, 0, "{unavailable} {available} {old}"),
@@ -131,4 +137,61 @@ fn one_direction_per_sync_and_the_stuck_rollout_figure() {
         !w.reconcile_olds(),
         "the 5 unavailable new pods use the whole budget"
     );
+}
+
+#[test]
+fn the_scale_down_budget_counts_only_old_replica_sets_active_at_the_start() {
+    // 10 replicas, maxSurge 3, maxUnavailable 2 (8 must stay available). A was just scaled to 0 and
+    // still reports 5 available pods; those do not count: the budget is 3 + 6 - 8 = 1, not 6.
+    let d = deployment("foo", 10).rolling(int(3), int(2)).build();
+    let mut w = work(
+        &d,
+        Some(rs("c", 10, 3).pods(10, 6).build()),
+        vec![
+            rs("a", 0, 1).image("a").pods(5, 5).build(),
+            rs("b", 3, 2).image("b").build(),
+        ],
+    );
+    assert!(w.reconcile_olds());
+    assert_eq!(
+        crate::fixtures::sizes(&w),
+        [("a".to_owned(), 0), ("b".to_owned(), 2), ("c".to_owned(), 10)].into()
+    );
+}
+
+#[test]
+fn an_old_replica_set_reporting_more_available_than_its_size_stops_the_scale_down() {
+    // 10 replicas, maxSurge 1, maxUnavailable 1. The old ReplicaSet was lowered from 6 to 4 and
+    // still reports 6 available: upstream's cleanup of unhealthy replicas gives up there, and
+    // nothing else is scaled down in that sync.
+    let d = deployment("foo", 10).rolling(int(1), int(1)).build();
+    let mut w = work(
+        &d,
+        Some(rs("new", 7, 2).build()),
+        vec![rs("old", 4, 1).image("old").pods(6, 6).build()],
+    );
+    assert!(!w.reconcile_olds());
+    assert_eq!(crate::replica_sets::replicas(w.rs(0)), 4);
+}
+
+#[test]
+fn only_rolling_old_scale_downs_are_best_effort_writes() {
+    // Upstream swallows a failed old-ReplicaSet scale-down of a rolling update (and still writes
+    // the status); every other ReplicaSet write failing fails the sync.
+    let d = deployment("foo", 10).rolling(int(2), int(2)).build();
+    let mut w = work(
+        &d,
+        Some(rs("new", 2, 2).build()),
+        vec![rs("old", 10, 1).image("old").build()],
+    );
+    assert!(!w.reconcile_new().unwrap(), "12 pods: no room");
+    assert!(w.reconcile_olds());
+    assert!(w.slots[0].best_effort && !w.slots[1].best_effort);
+    let mut w = work(
+        &d,
+        Some(rs("new", 0, 2).build()),
+        vec![rs("old", 10, 1).image("old").build()],
+    );
+    assert!(w.reconcile_new().unwrap());
+    assert!(w.slots.iter().all(|s| !s.best_effort));
 }

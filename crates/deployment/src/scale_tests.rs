@@ -5,7 +5,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::{
-    fixtures::{RsBuilder, deployment, int, rs, sizes, work},
+    fixtures::{RsBuilder, deployment, int, pct, rs, sizes, work},
     spec::max_surge,
 };
 
@@ -302,4 +302,80 @@ proptest! {
         prop_assert!(after.iter().all(|s| *s >= 0), "{:?}", after);
         prop_assert_eq!(after.iter().sum::<i32>(), allowed, "{:?} -> {:?}", sizes_before, after);
     }
+}
+
+#[test]
+fn a_max_replicas_of_zero_falls_back_to_the_deployments_pod_count() {
+    // Rolling 25%, status.replicas 8, scaled 10 -> 20 (a maximum of 25). A's max-replicas "0" is
+    // treated as missing: its share is round(4 * 25 / 8) - 4 = 9; B's round(4 * 25 / 13) - 4 = 4,
+    // plus the 4 left over.
+    let d = deployment("foo", 20)
+        .rolling(pct("25%"), pct("25%"))
+        .status(k8s_openapi::api::apps::v1::DeploymentStatus {
+            replicas: Some(8),
+            ..Default::default()
+        })
+        .build();
+    let ann = |b: RsBuilder, max: &str| {
+        b.annotation(crate::annotations::DESIRED_REPLICAS, "10")
+            .annotation(crate::annotations::MAX_REPLICAS, max)
+            .build()
+    };
+    let mut w = work(
+        &d,
+        Some(ann(rs("b", 4, 2), "13")),
+        vec![ann(rs("a", 4, 1).image("old"), "0")],
+    );
+    w.scale_all();
+    assert_eq!(sizes(&w), expect(&[("b", 12), ("a", 13)]));
+}
+
+#[test]
+fn each_replica_set_names_its_own_direction() {
+    // An adopted ReplicaSet without annotations shares by status.replicas (20) and shrinks while
+    // the Deployment grows 10 -> 12.
+    let d = deployment("foo", 12)
+        .rolling(pct("25%"), pct("25%"))
+        .status(k8s_openapi::api::apps::v1::DeploymentStatus {
+            replicas: Some(20),
+            ..Default::default()
+        })
+        .build();
+    let mut w = work(
+        &d,
+        Some(rs("new", 6, 2).desired(10, 3).build()),
+        vec![rs("adopted", 6, 1).image("old").build()],
+    );
+    w.scale_all();
+    assert_eq!(sizes(&w), expect(&[("new", 10), ("adopted", 5)]));
+    let messages: Vec<&str> = w
+        .slots
+        .iter()
+        .flat_map(|s| s.events.iter().map(|e| e.message.as_str()))
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "Scaled down replica set adopted from 6 to 5",
+            "Scaled up replica set new from 6 to 10"
+        ]
+    );
+}
+
+#[test]
+fn large_shares_are_computed_without_wrapping() {
+    // 50,000 + 40,000 + 10,000 scaled 100,000 -> 120,000. Upstream multiplies size by the new
+    // maximum in int32, which wraps for the two larger ones (B would shrink to 5,050 and A take
+    // 102,950); here each takes its intended share.
+    let d = deployment("foo", 120_000).build();
+    let mut w = work(
+        &d,
+        Some(rs("a", 50_000, 3).desired(100_000, 0).build()),
+        vec![
+            rs("b", 40_000, 2).image("b").desired(100_000, 0).build(),
+            rs("c", 10_000, 1).image("c").desired(100_000, 0).build(),
+        ],
+    );
+    w.scale_all();
+    assert_eq!(sizes(&w), expect(&[("a", 60_000), ("b", 48_000), ("c", 12_000)]));
 }

@@ -99,26 +99,42 @@ pub fn is_rolling_update(d: &Deployment) -> bool {
 }
 
 /// An integer as is, or a percentage of `total` rounded up or down (apimachinery
-/// `GetScaledValueFromIntOrPercent`, floating point as upstream).
-pub fn scaled_value(v: &IntOrString, total: i32, round_up: bool) -> Result<i32, InvalidIntOrPercent> {
+/// `GetScaledValueFromIntOrPercent`: the percentage parsed as a Go `int`, the product in floating
+/// point, the result a Go `int`, which callers then truncate to int32 as upstream does).
+pub fn scaled_value(v: &IntOrString, total: i32, round_up: bool) -> Result<i64, InvalidIntOrPercent> {
     match v {
-        IntOrString::Int(i) => Ok(*i),
+        IntOrString::Int(i) => Ok(i64::from(*i)),
         IntOrString::String(s) => {
-            let percent: i32 = s
+            let percent: i64 = s
                 .strip_suffix('%')
                 .and_then(|p| p.parse().ok())
                 .ok_or_else(|| InvalidIntOrPercent(s.clone()))?;
-            let exact = f64::from(percent) * f64::from(total) / 100.0;
-            let rounded = if round_up { exact.ceil() } else { exact.floor() };
-            #[allow(clippy::cast_possible_truncation)]
-            Ok(rounded as i32)
+            #[allow(clippy::cast_precision_loss)]
+            let exact = percent as f64 * f64::from(total) / 100.0;
+            Ok(go_int(if round_up { exact.ceil() } else { exact.floor() }))
         }
     }
 }
 
+/// Go's conversion of a float64 to a 64-bit int as kube-controller-manager's amd64 build does it:
+/// truncation, and for a value out of range the hardware's "integer indefinite", the minimum int64
+/// (Go leaves the out-of-range case to the implementation; only percentages of absurd size reach
+/// it, as maxSurge's has no upper bound in validation).
+fn go_int(f: f64) -> i64 {
+    /// 2^63, the first float64 above int64's range.
+    const INT64_LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if f.is_nan() || !(-INT64_LIMIT..INT64_LIMIT).contains(&f) {
+        return i64::MIN;
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    let i = f as i64;
+    i
+}
+
 /// maxSurge and maxUnavailable for `desired` replicas: surge rounds up, unavailability down, and if
 /// both come out 0 unavailability becomes 1, since a surge may be impossible (quota) and the rollout
-/// must still be able to move (upstream `ResolveFenceposts`).
+/// must still be able to move (upstream `ResolveFenceposts`: the zero test on the full values, the
+/// results then truncated to int32).
 pub fn resolve_fenceposts(
     max_surge: &IntOrString,
     max_unavailable: &IntOrString,
@@ -129,7 +145,8 @@ pub fn resolve_fenceposts(
     if surge == 0 && unavailable == 0 {
         unavailable = 1;
     }
-    Ok((surge, unavailable))
+    #[allow(clippy::cast_possible_truncation)]
+    Ok((surge as i32, unavailable as i32))
 }
 
 /// Pods above spec.replicas a rolling update may run; 0 for other strategies and for values

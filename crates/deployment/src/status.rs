@@ -30,7 +30,7 @@ pub fn calculate_status(
 ) -> DeploymentStatus {
     let rss = || all.iter().map(|v| v.rs);
     let available = rsu::sum_available(rss());
-    let total: i32 = all.iter().map(|v| v.replicas).sum();
+    let total = all.iter().map(|v| v.replicas).fold(0, i32::wrapping_add);
     let old = d.status.clone().unwrap_or_default();
     let mut status = DeploymentStatus {
         observed_generation: Some(spec::generation(d)),
@@ -38,12 +38,12 @@ pub fn calculate_status(
         updated_replicas: Some(new.map_or(0, rsu::status_replicas)),
         ready_replicas: Some(rsu::sum_ready(rss())),
         available_replicas: Some(available),
-        unavailable_replicas: Some((total - available).max(0)),
+        unavailable_replicas: Some(total.wrapping_sub(available).max(0)),
         terminating_replicas: rsu::sum_terminating(rss()),
         collision_count: old.collision_count,
         conditions: old.conditions,
     };
-    let c = if available >= spec::replicas(d) - spec::max_unavailable(d) {
+    let c = if available >= spec::replicas(d).wrapping_sub(spec::max_unavailable(d)) {
         conditions::new(
             AVAILABLE,
             TRUE,
@@ -109,8 +109,8 @@ pub fn deployment_complete(d: &Deployment, s: Option<&DeploymentStatus>) -> bool
 pub fn deployment_progressing(d: &Deployment, new: &DeploymentStatus) -> bool {
     let old = d.status.clone().unwrap_or_default();
     let n = |v: Option<i32>| v.unwrap_or(0);
-    let old_old = n(old.replicas) - n(old.updated_replicas);
-    let new_old = n(new.replicas) - n(new.updated_replicas);
+    let old_old = n(old.replicas).wrapping_sub(n(old.updated_replicas));
+    let new_old = n(new.replicas).wrapping_sub(n(new.updated_replicas));
     n(new.updated_replicas) > n(old.updated_replicas)
         || new_old < old_old
         || n(new.ready_replicas) > n(old.ready_replicas)

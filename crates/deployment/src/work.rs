@@ -5,9 +5,9 @@
 
 use std::{sync::Arc, time::Duration};
 
-use controller::events::TYPE_NORMAL;
+use controller::{events::TYPE_NORMAL, features::FeatureGates};
 use k8s_openapi::{
-    api::apps::v1::{Deployment, ReplicaSet},
+    api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet},
     jiff::Timestamp,
 };
 
@@ -39,6 +39,12 @@ pub struct Slot {
     pub snapshot_replicas: i32,
     /// Emitted once this ReplicaSet's write succeeds.
     pub events: Vec<PlannedEvent>,
+    /// Where this ReplicaSet's write comes among the sync's writes: the order of the first
+    /// change, which is the order upstream, writing as it goes, makes them in.
+    pub write_order: Option<usize>,
+    /// A rolling update's old-ReplicaSet scale-down: upstream swallows its failure and still
+    /// writes the status, so a failed write here does not end the sync.
+    pub best_effort: bool,
 }
 
 impl Slot {
@@ -50,6 +56,8 @@ impl Slot {
             created,
             snapshot_replicas,
             events: Vec::new(),
+            write_order: None,
+            best_effort: false,
         }
     }
 
@@ -57,8 +65,10 @@ impl Slot {
         self.modified.as_ref().unwrap_or(&self.original)
     }
 
-    pub fn rs_mut(&mut self) -> &mut ReplicaSet {
+    /// The copy to change; `order` is the write order it takes if this is its first change.
+    pub fn rs_mut(&mut self, order: usize) -> &mut ReplicaSet {
         let original = &self.original;
+        self.write_order.get_or_insert(order);
         self.modified.get_or_insert_with(|| (**original).clone())
     }
 }
@@ -90,10 +100,17 @@ pub struct Work<'a> {
     /// A rollback changed the template: the Deployment's spec is written, then these events.
     pub rollback: Option<Vec<PlannedEvent>>,
     pub requeue_after: Option<Duration>,
+    /// The feature gates the plan honours (`--feature-gates`).
+    pub features: FeatureGates,
 }
 
 impl<'a> Work<'a> {
-    pub fn new(d: &'a Deployment, owned: Vec<Arc<ReplicaSet>>, now: Timestamp) -> Self {
+    /// The working state over `owned`, taken oldest first (then by name) whatever order the cache
+    /// listed them in, as upstream sorts its list by creation time before any step. Every "first"
+    /// of a step (the old ReplicaSet scaled down first, the failure reported, the revision rolled
+    /// back to) follows from that order.
+    pub fn new(d: &'a Deployment, mut owned: Vec<Arc<ReplicaSet>>, now: Timestamp) -> Self {
+        owned.sort_by(|a, b| rsu::by_creation(a).cmp(&rsu::by_creation(b)));
         Work {
             original: d,
             d: d.clone(),
@@ -105,6 +122,7 @@ impl<'a> Work<'a> {
             deletes: Vec::new(),
             rollback: None,
             requeue_after: None,
+            features: FeatureGates::default(),
         }
     }
 
@@ -133,6 +151,17 @@ impl<'a> Work<'a> {
         self.new.map(|i| self.rs(i))
     }
 
+    /// The old ReplicaSets oldest first, then the new one: upstream's `append(oldRSs, newRS)`.
+    pub fn olds_then_new(&self) -> impl Iterator<Item = usize> + use<> {
+        self.olds().into_iter().chain(self.new)
+    }
+
+    /// The copy of ReplicaSet `i` to change, its write placed after those changed before it.
+    pub fn rs_mut(&mut self, i: usize) -> &mut ReplicaSet {
+        let order = self.slots.iter().filter(|s| s.write_order.is_some()).count();
+        self.slots[i].rs_mut(order)
+    }
+
     /// Records the ReplicaSets' sizes for the status, once the new ReplicaSet is settled.
     pub fn snapshot(&mut self) {
         for s in &mut self.slots {
@@ -150,12 +179,13 @@ impl<'a> Work<'a> {
             .collect()
     }
 
-    /// Resizes a ReplicaSet to `to`, refreshing its desired/max-replicas annotations; `op` ("up" or
-    /// "down") is what the event says. Returns whether the size changed (upstream `scaleReplicaSet`:
-    /// a write for the annotations alone is made but not reported).
-    pub fn scale(&mut self, i: usize, to: i32, op: &str) -> bool {
+    /// Resizes a ReplicaSet to `to`, refreshing its desired/max-replicas annotations, its event
+    /// saying "up" or "down" by its own change. Returns whether the size changed (upstream
+    /// `scaleReplicaSet`: a write for the annotations alone is made but not reported).
+    pub fn scale(&mut self, i: usize, to: i32) -> bool {
         let desired = spec::replicas(&self.d);
-        let max = desired + spec::max_surge(&self.d);
+        // int32 as upstream, which writes the wrapped value into max-replicas.
+        let max = desired.wrapping_add(spec::max_surge(&self.d));
         let from = rsu::replicas(self.rs(i));
         let resize = from != to;
         if !resize
@@ -163,8 +193,7 @@ impl<'a> Work<'a> {
         {
             return false;
         }
-        let slot = &mut self.slots[i];
-        let rs = slot.rs_mut();
+        let rs = self.rs_mut(i);
         rs.spec.get_or_insert_with(Default::default).replicas = Some(to);
         annotations::set_replicas(
             rs.metadata.annotations.get_or_insert_with(Default::default),
@@ -172,7 +201,9 @@ impl<'a> Work<'a> {
             max,
         );
         if resize {
+            let slot = &mut self.slots[i];
             let name = rsu::name(slot.rs()).to_owned();
+            let op = if from < to { "up" } else { "down" };
             slot.events.push(PlannedEvent {
                 type_: TYPE_NORMAL,
                 reason: REASON_SCALING,
@@ -182,18 +213,26 @@ impl<'a> Work<'a> {
         resize
     }
 
-    /// Resizes only if the size differs, naming the direction (upstream `scaleReplicaSetAndRecordEvent`).
+    /// Resizes only if the size differs (upstream `scaleReplicaSetAndRecordEvent`).
     pub fn scale_and_record(&mut self, i: usize, to: i32) -> bool {
-        let from = rsu::replicas(self.rs(i));
-        if from == to {
+        if rsu::replicas(self.rs(i)) == to {
             return false;
         }
-        self.scale(i, to, if from < to { "up" } else { "down" })
+        self.scale(i, to)
     }
 
     /// The status without progress estimation (upstream `syncDeploymentStatus`).
     pub fn sync_deployment_status(&mut self) {
-        let new = status::calculate_status(&self.d, &self.views(), self.new_rs(), self.now);
-        self.d.status = Some(new);
+        self.d.status = Some(self.calculate_status());
+    }
+
+    /// The status the ReplicaSets give (upstream `calculateStatus`); terminatingReplicas only
+    /// with DeploymentReplicaSetTerminatingReplicas on, else left unset.
+    pub fn calculate_status(&self) -> DeploymentStatus {
+        let mut s = status::calculate_status(&self.d, &self.views(), self.new_rs(), self.now);
+        if !self.features.deployment_replica_set_terminating_replicas {
+            s.terminating_replicas = None;
+        }
+        s
     }
 }

@@ -354,6 +354,48 @@ fn hundred_rolling(ns: TestNamespace) -> Run {
     .boxed()
 }
 
+/// The longest object name: a DNS-1123 subdomain (apimachinery `DNS1123SubdomainMaxLength`).
+const MAX_NAME_LEN: usize = 253;
+
+/// A Deployment named with 250 characters: its ReplicaSet's name keeps only as much of it as fits
+/// before `-<hash>` in [`MAX_NAME_LEN`] characters. Its label value is short: label values stop
+/// at 63.
+fn long_name(ns: TestNamespace) -> Run {
+    async move {
+        let name = "a".repeat(250);
+        let labels = json!({"app": "long"});
+        let spec = json!({
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}}
+        });
+        create(&ns, &name, 2, GOOD, spec).await;
+        wait_complete(&ns, &name, 2).await;
+        let mut o = outcome(&ns, &name).await;
+        let named: Vec<String> = replica_sets(&ns)
+            .await
+            .iter()
+            .map(|rs| {
+                let rs_name = rs.metadata.name.clone().unwrap_or_default();
+                let hash = rs
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("pod-template-hash"))
+                    .cloned()
+                    .unwrap_or_default();
+                let kept = name.len().min(MAX_NAME_LEN - 1 - hash.len());
+                (rs_name == format!("{}-{hash}", &name[..kept])).to_string()
+            })
+            .collect();
+        o.insert(
+            "replicaset named <deployment, cut to fit>-<hash>".into(),
+            named.join(", "),
+        );
+        o
+    }
+    .boxed()
+}
+
 fn scenario(name: &'static str, run: fn(TestNamespace) -> Run) -> Scenario {
     Scenario {
         name,
@@ -379,6 +421,8 @@ pub fn scenarios() -> Vec<Scenario> {
         scenario("min-ready", min_ready_seconds),
         scenario("quota", quota),
         scenario("rollout-restart", rollout_restart),
+        // Kebab-case like the others: the name prefixes the scenario's namespace, a DNS label.
+        scenario("long-name", long_name),
         Scenario {
             name: "rolling-100",
             run: hundred_rolling,
