@@ -321,7 +321,17 @@ impl<P: PodControl> JobController<P> {
             }
             Ok(Decision::Finished) => {
                 self.executor.backoff.remove(key.as_str());
-                self.forget_shadow(key);
+                if let Some(Shadow { state, .. }) = &self.shadow {
+                    // The final status is compared before the Job is forgotten: a finished Job
+                    // gets no more events, so a difference would otherwise never be seen.
+                    let differences = shadow::final_status_differences(&input);
+                    return Ok(state.observe(
+                        COMPONENT,
+                        key.as_str(),
+                        shadow::fingerprint(&job, &candidates),
+                        differences,
+                    ));
+                }
                 return Ok(None);
             }
             Ok(Decision::UnknownCompletionMode) => {

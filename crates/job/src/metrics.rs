@@ -105,21 +105,20 @@ pub fn record_pods_finished(
     let succeeded = if spec::is_indexed(job) {
         let c = spec::indexed_completions(job);
         let count = |s: Option<&String>| s.map_or(0, |s| OrderedIntervals::parse(s, c).total());
+        // A string that did not change adds nothing: parse only a changed one (an Indexed Job with
+        // many completions can carry a fragmented string of hundreds of kilobytes), as upstream.
+        let added = |a: Option<&String>, b: Option<&String>| {
+            if a == b { 0 } else { delta(count(a), count(b)) }
+        };
         let label = if spec::backoff_limit_per_index(job).is_some() {
             "perIndex"
         } else {
             "global"
         };
-        let d = delta(
-            count(old.completed_indexes.as_ref()),
-            count(new.completed_indexes.as_ref()),
-        );
+        let d = added(old.completed_indexes.as_ref(), new.completed_indexes.as_ref());
         m.finished_indexes(SUCCEEDED, label, d);
         if spec::backoff_limit_per_index(job).is_some() {
-            let f = delta(
-                count(old.failed_indexes.as_ref()),
-                count(new.failed_indexes.as_ref()),
-            );
+            let f = added(old.failed_indexes.as_ref(), new.failed_indexes.as_ref());
             if f > 0 {
                 m.finished_indexes(FAILED, label, f);
             }

@@ -31,7 +31,7 @@ use crate::{
 };
 
 /// What the caches show for one Job, and this controller's memory of it.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct SyncInput<'a> {
     pub job: &'a Job,
     /// Every pod of the Job's namespace that it might own: its own and the orphans.

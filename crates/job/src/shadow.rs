@@ -9,7 +9,12 @@ use std::{
 
 use k8s_openapi::api::batch::v1::{Job, JobStatus};
 
-use crate::{manage::PodAction, plan::FullPlan};
+use crate::{
+    conditions::{COMPLETE, FAILED},
+    manage::PodAction,
+    plan::{Decision, FullPlan, SyncInput, plan_pods},
+    tracking::ManageOutcome,
+};
 
 /// One line per disagreeing field or intended write; empty when kcm-rs agrees with upstream.
 pub fn differences(job: &Job, plan: &FullPlan) -> Vec<String> {
@@ -38,7 +43,41 @@ pub fn differences(job: &Job, plan: &FullPlan) -> Vec<String> {
         ));
     }
     let old = job.status.clone().unwrap_or_default();
-    let new = &plan.status.status;
+    status_differences(&old, &plan.status.status, &mut out);
+    out
+}
+
+/// For a Job upstream finished (the shadow would otherwise forget it at once): the status kcm-rs
+/// would have finished it with, from the same caches, against upstream's. The Job is planned as if
+/// its terminal condition were not written yet, and the plan followed through its finalizer
+/// removals, where kcm-rs adds Complete or Failed.
+pub fn final_status_differences(input: &SyncInput<'_>) -> Vec<String> {
+    let mut open = input.job.clone();
+    if let Some(s) = open.status.as_mut() {
+        if let Some(cs) = s.conditions.as_mut() {
+            cs.retain(|c| c.type_ != COMPLETE && c.type_ != FAILED);
+        }
+        s.completion_time = None;
+    }
+    let open_input = SyncInput { job: &open, ..*input };
+    let Ok(Decision::Sync(plan)) = plan_pods(&open_input) else {
+        return Vec::new();
+    };
+    let status = plan.status_plan(&ManageOutcome::assumed(&plan.action));
+    let removed = status
+        .remove_finalizers
+        .iter()
+        .filter_map(|p| p.metadata.uid.clone())
+        .collect();
+    let after = status.after_removal(&removed, false, input.now);
+    let mut out = Vec::new();
+    let upstream = input.job.status.clone().unwrap_or_default();
+    status_differences(&upstream, &after.status, &mut out);
+    out
+}
+
+/// One line per status field that differs between upstream's `old` and kcm-rs's `new`.
+fn status_differences(old: &JobStatus, new: &JobStatus, out: &mut Vec<String>) {
     let n = |v: Option<i32>| v.unwrap_or(0);
     let mut field = |name: &str, upstream: String, ours: String| {
         if upstream != ours {
@@ -68,8 +107,7 @@ pub fn differences(job: &Job, plan: &FullPlan) -> Vec<String> {
         format!("{:?}", old.failed_indexes),
         format!("{:?}", new.failed_indexes),
     );
-    field("conditions", conditions(&old), conditions(new));
-    out
+    field("conditions", conditions(old), conditions(new));
 }
 
 fn conditions(s: &JobStatus) -> String {
@@ -126,6 +164,40 @@ mod tests {
             plan.sync.action
         );
         assert_eq!(differences(&j, &plan), Vec::<String>::new());
+    }
+
+    /// A Job upstream finished is compared once more before it is forgotten: the counters kcm-rs
+    /// would have finished with, from the same pods, against upstream's.
+    #[test]
+    fn a_finished_jobs_final_status_is_compared() {
+        use crate::{conditions::*, fixtures::ts, plan::support::input};
+        let mut j = job(2, Some(2));
+        let st = status(&mut j);
+        st.succeeded = Some(2);
+        st.start_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ts(1)));
+        st.completion_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ts(9)));
+        st.conditions = Some(vec![
+            new_condition(
+                SUCCESS_CRITERIA_MET,
+                "True",
+                REASON_COMPLETIONS_REACHED,
+                "m",
+                ts(9),
+            ),
+            new_condition(COMPLETE, "True", REASON_COMPLETIONS_REACHED, "m", ts(9)),
+        ]);
+        let done = ["a", "b"].map(|n| pod(n).succeeded().no_finalizer().build());
+        let none = std::collections::HashSet::new();
+        assert_eq!(
+            final_status_differences(&input(&j, &done, &none)),
+            Vec::<String>::new()
+        );
+        let mut more = done.to_vec();
+        more.push(pod("c").succeeded().build());
+        assert_eq!(
+            final_status_differences(&input(&j, &more, &none)),
+            vec!["status.succeeded: upstream 2, kcm-rs 3".to_owned()]
+        );
     }
 
     #[test]
