@@ -1,6 +1,6 @@
 //! Helpers of the Deployment scenarios: manifests, waits, the ReplicaSet size recorder and the outcome
-//! they compare. ReplicaSets are named by revision, never by name: the name carries the template hash,
-//! which kcm-rs need not compute byte for byte as upstream does.
+//! they compare. ReplicaSets are keyed by revision, and their names are compared too: kcm-rs computes
+//! upstream's `pod-template-hash` byte for byte, so the same template gets the same name.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -262,10 +262,25 @@ pub(super) async fn outcome(ns: &TestNamespace, name: &str) -> Outcome {
             .map(|s| s.containers[0].image.clone().unwrap_or_default())
             .unwrap_or_default();
         let st = rs.status.clone().unwrap_or_default();
+        // `kubectl rollout restart` stamps the template with the time it ran, so the two runs'
+        // templates, hashes and names differ by that alone.
+        let restarted = rs
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.as_ref())
+            .and_then(|t| t.metadata.as_ref())
+            .and_then(|m| m.annotations.as_ref())
+            .is_some_and(|a| a.contains_key("kubectl.kubernetes.io/restartedAt"));
+        let name = if restarted {
+            "(restarted template)"
+        } else {
+            rs.metadata.name.as_deref().unwrap_or("")
+        };
         o.insert(
             format!("replicaset rev {}", revision(&rs)),
             format!(
-                "spec {} status {} ready {} available {}; owner {owner}; image {image}; {}",
+                "{}: spec {} status {} ready {} available {}; owner {owner}; image {image}; {}",
+                name,
                 rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0),
                 st.replicas,
                 st.ready_replicas.unwrap_or(0),
