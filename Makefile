@@ -30,11 +30,13 @@ e2e:
 	CARGO=$(CARGO) hack/e2e.sh
 
 # The randomized soaks alone (ReplicaSet, Deployment, Job), 10 minutes each (`make e2e` runs them for
-# 2, 1 and 1), on a control plane of their own: KCM_RS_SOAK_SECONDS and KCM_RS_SOAK_SEED (a replay)
-# pass through.
+# 2, 1 and 1), then the random differential suite for 30 minutes of rounds (`make e2e` runs one
+# round), on a control plane of their own: KCM_RS_SOAK_SECONDS, KCM_RS_SOAK_SEED, KCM_RS_RANDOM_SECONDS
+# and KCM_RS_RANDOM_SEED (replays) pass through.
 .PHONY: soak
 soak:
-	KCM_RS_SOAK_SECONDS=$${KCM_RS_SOAK_SECONDS:-600} CARGO=$(CARGO) hack/e2e.sh replicaset_soak deployment_soak job_soak
+	KCM_RS_SOAK_SECONDS=$${KCM_RS_SOAK_SECONDS:-600} KCM_RS_RANDOM_SECONDS=$${KCM_RS_RANDOM_SECONDS:-1800} \
+	  CARGO=$(CARGO) hack/e2e.sh replicaset_soak deployment_soak job_soak random_differential
 
 # Upstream's sig-apps e2e specs (Deployment, ReplicaSet, Job) under upstream's controllers, then under
 # kcm-rs's, on a control plane of their own; prints the comparison table and fails on a regression.

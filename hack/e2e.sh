@@ -22,6 +22,6 @@ if [ $# -gt 0 ]; then
   exit 0
 fi
 $cargo test -p kcm-rs-e2e -- --test-threads=4 --skip disruptive_
-for suite in informer_disruptive secure_serving replicaset deployment job shadow rbac leader_election leader_election_load replicaset_soak deployment_soak job_soak; do
+for suite in informer_disruptive secure_serving replicaset deployment job shadow rbac leader_election leader_election_load replicaset_soak deployment_soak job_soak random_differential; do
   $cargo test -p kcm-rs-e2e --test "$suite" -- --test-threads=1
 done

@@ -17,7 +17,7 @@ use kube::api::ListParams;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Cluster, KcmRs, TestNamespace, with_namespace};
+use crate::{Cluster, KcmRs, Mode, ModeGuard, TestNamespace, with_namespace};
 
 /// A normalized outcome: named facts, compared one by one.
 pub type Outcome = BTreeMap<String, String>;
@@ -76,20 +76,12 @@ pub async fn run_differential_as(
     kubeconfig: Option<std::path::PathBuf>,
     scenarios: &[Scenario],
 ) {
-    cluster.hack(&["mode", "reference"]);
-    let reference = run_all(cluster, scenarios, "upstream").await;
-    cluster.hack(&["mode", "replace"]);
-    let kcm_rs = KcmRs::spawn(cluster, suite, kcm_rs_args, kubeconfig);
-    kcm_rs
-        .wait_log("caches synced", std::time::Duration::from_secs(60))
-        .await;
-    let ours = run_all(cluster, scenarios, "kcm-rs").await;
-    let tail = kcm_rs.log_tail();
-    let status = kcm_rs.stop();
-    cluster.hack(&["mode", "reference"]);
-
+    let both = under_both(cluster, suite, kcm_rs_args, kubeconfig, |actor| {
+        run_all(cluster, scenarios, actor)
+    })
+    .await;
     let mut report = String::new();
-    for (s, (want, got)) in scenarios.iter().zip(reference.iter().zip(&ours)) {
+    for (s, (want, got)) in scenarios.iter().zip(both.upstream.iter().zip(&both.kcm_rs)) {
         match (want, got) {
             (Err(e), _) => report.push_str(&format!(
                 "\n[{}] failed under upstream (the scenario is wrong?): {e}\n",
@@ -102,14 +94,64 @@ pub async fn run_differential_as(
             _ => {}
         }
     }
+    let tail = &both.log_tail;
     assert!(
-        status.success(),
-        "kcm-rs did not exit cleanly on SIGTERM ({status}); its log:\n{tail}"
+        both.exit.success(),
+        "kcm-rs did not exit cleanly on SIGTERM ({}); its log:\n{tail}",
+        both.exit
     );
     assert!(
         report.is_empty(),
         "{suite}: kcm-rs and upstream disagree:{report}\n--- kcm-rs log (tail) ---\n{tail}"
     );
+}
+
+/// What [`under_both`] gives back: the result under each actor, and how kcm-rs ended.
+#[derive(Debug)]
+pub struct UnderBoth<T> {
+    pub upstream: T,
+    pub kcm_rs: T,
+    /// kcm-rs's exit status on SIGTERM.
+    pub exit: std::process::ExitStatus,
+    pub log_tail: String,
+    /// Panic lines in kcm-rs's log ([`crate::soak::panics`]).
+    pub panics: Vec<String>,
+}
+
+/// Runs `run("upstream")` in reference mode, then `run("kcm-rs")` in replace mode with kcm-rs started
+/// with `kcm_rs_args` (and `kubeconfig`, else the admin's), and leaves the cluster in reference mode,
+/// also when `run` panics: the one place that knows how to hand the controllers from one actor to
+/// the other.
+pub async fn under_both<T, F, Fut>(
+    cluster: &Cluster,
+    suite: &str,
+    kcm_rs_args: &[&str],
+    kubeconfig: Option<std::path::PathBuf>,
+    run: F,
+) -> UnderBoth<T>
+where
+    F: Fn(&'static str) -> Fut,
+    Fut: Future<Output = T>,
+{
+    cluster.hack(&["mode", "reference"]);
+    let upstream = run("upstream").await;
+    let mode = ModeGuard::enter(cluster, Mode::Replace);
+    let kcm_rs = KcmRs::spawn(cluster, suite, kcm_rs_args, kubeconfig);
+    kcm_rs
+        .wait_log("caches synced", std::time::Duration::from_secs(60))
+        .await;
+    let ours = run("kcm-rs").await;
+    let log_tail = kcm_rs.log_tail();
+    let panics = crate::soak::panics(&kcm_rs);
+    let exit = kcm_rs.stop();
+    drop(mode);
+    UnderBoth {
+        upstream,
+        kcm_rs: ours,
+        exit,
+        log_tail,
+        panics,
+    }
 }
 
 async fn run_all(cluster: &Cluster, scenarios: &[Scenario], actor: &str) -> Vec<Result<Outcome, String>> {
@@ -146,15 +188,21 @@ async fn run_one(cluster: Cluster, scenario: Scenario, actor: &str) -> Result<Ou
     });
     match AssertUnwindSafe(run).catch_unwind().await {
         Ok(()) => Ok(result.lock().take().expect("outcome recorded")),
-        Err(panic) => Err(panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-            .unwrap_or_else(|| "panicked".into())),
+        Err(panic) => Err(panic_message(&*panic)),
     }
 }
 
-fn diff(want: &Outcome, got: &Outcome) -> String {
+/// The message a caught panic carried.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_else(|| "panicked".into())
+}
+
+/// The facts on which two outcomes differ, one per line with both values.
+pub(crate) fn diff(want: &Outcome, got: &Outcome) -> String {
     let keys: BTreeSet<&String> = want.keys().chain(got.keys()).collect();
     let mut out = String::new();
     for k in keys {
@@ -211,7 +259,7 @@ impl PodCounter {
 /// The distinct reasons of events on ReplicaSets, Deployments and Jobs in the namespace, once they
 /// have not changed for [`EVENTS_QUIET`]: controllers write events in the background, behind their
 /// client's rate limiter, so under load they arrive seconds after the action.
-async fn event_reasons(ns: &TestNamespace) -> String {
+pub(crate) async fn event_reasons(ns: &TestNamespace) -> String {
     let step = std::time::Duration::from_millis(500);
     let mut last = read_event_reasons(ns).await;
     let mut quiet = std::time::Duration::ZERO;

@@ -13,6 +13,7 @@ pub mod json;
 mod kcm_rs;
 mod namespace;
 pub mod pods;
+pub mod random_differential;
 pub mod replicaset_scenarios;
 pub mod serving;
 pub mod soak;

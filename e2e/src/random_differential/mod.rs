@@ -1,0 +1,270 @@
+//! A seeded, randomized differential suite: the fixed scenarios only reach the orders of operations
+//! their authors thought of, so here a seed generates multi-step programs over a Deployment or a
+//! Job ([`program`], [`generate`]), each program runs under upstream's controllers (reference mode)
+//! and then under kcm-rs's (replace mode), and the two runs are compared step by step on a
+//! projection taken once each step has settled ([`projection`], [`settle`]). Throughout, invariants
+//! that must hold at every instant under either controller are checked on each watch event
+//! ([`invariants`]), and the API server's count of refused writes is read around each step
+//! ([`metrics`]).
+//!
+//! Knobs: `KCM_RS_RANDOM_SEED` (the first program's seed; program `i` of a round uses seed + i, so
+//! one program's seed with `KCM_RS_RANDOM_PROGRAMS=1` replays it alone), `KCM_RS_RANDOM_PROGRAMS`
+//! (programs per round, run side by side), `KCM_RS_RANDOM_STEPS` (steps per program),
+//! `KCM_RS_RANDOM_SECONDS` (keep running rounds, with fresh seeds, until that long has passed).
+
+pub mod execute;
+pub mod generate;
+pub mod invariants;
+pub mod metrics;
+pub mod program;
+pub mod projection;
+pub mod runner;
+pub mod settle;
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use tokio::time::Instant;
+
+use crate::{
+    Cluster,
+    differential::{UnderBoth, diff, under_both},
+};
+use program::Program;
+use runner::Run;
+
+/// kcm-rs runs all three controllers: a Deployment's rollout goes through its ReplicaSet controller.
+const KCM_RS_ARGS: &[&str] = &["--controllers=deployment-controller,replicaset-controller,job-controller"];
+/// The short run's size (`make test`): four programs side by side, two of each kind, each step
+/// taking 3 to 15 s to settle, so about a minute and a half per mode.
+const PROGRAMS: usize = 4;
+const STEPS: usize = 6;
+
+/// The run's configuration, from the environment.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub seed: u64,
+    pub programs: usize,
+    pub steps: usize,
+    /// Keep running rounds until this long has passed; one round when unset.
+    pub duration: Option<Duration>,
+}
+
+fn env_number(key: &str) -> Option<u64> {
+    let s = std::env::var(key).ok()?;
+    Some(s.trim().parse().unwrap_or_else(|e| panic!("{key}={s:?}: {e}")))
+}
+
+impl Config {
+    pub fn from_env() -> Config {
+        let count = |key, default| env_number(key).map_or(default, |n| usize::try_from(n).unwrap_or(default));
+        Config {
+            seed: env_number("KCM_RS_RANDOM_SEED").unwrap_or_else(rand::random),
+            programs: count("KCM_RS_RANDOM_PROGRAMS", PROGRAMS).max(1),
+            steps: count("KCM_RS_RANDOM_STEPS", STEPS).max(1),
+            duration: env_number("KCM_RS_RANDOM_SECONDS").map(Duration::from_secs),
+        }
+    }
+
+    /// The environment that replays `programs` programs from `seed`.
+    pub fn replay(&self, seed: u64, programs: usize) -> String {
+        format!(
+            "KCM_RS_RANDOM_SEED={seed} KCM_RS_RANDOM_PROGRAMS={programs} KCM_RS_RANDOM_STEPS={} \
+             hack/e2e.sh random_differential   (on a running cluster: the same variables before \
+             `cargo test -p kcm-rs-e2e --test random_differential`)",
+            self.steps
+        )
+    }
+}
+
+/// Runs rounds of programs under both actors until the configuration says stop; panics with a report
+/// (seeds, the first differing step with both projections, the replay command) on the first round
+/// that fails.
+pub async fn run(cluster: &Cluster) {
+    let config = Config::from_env();
+    println!(
+        "random differential: seed {}, {} programs of {} steps per round{}; replay: {}",
+        config.seed,
+        config.programs,
+        config.steps,
+        config
+            .duration
+            .map_or(String::new(), |d| format!(", rounds for {d:?}")),
+        config.replay(config.seed, config.programs)
+    );
+    let start = Instant::now();
+    for round in 0u64.. {
+        let first = config
+            .seed
+            .wrapping_add(round.wrapping_mul(config.programs as u64));
+        let programs: Vec<Program> = (0..config.programs as u64)
+            .map(|i| Program::generate(first.wrapping_add(i), config.steps))
+            .collect();
+        let both = under_both(cluster, "random-differential", KCM_RS_ARGS, None, |actor| {
+            join_all(
+                programs
+                    .iter()
+                    .map(|p| runner::run(cluster.clone(), p.clone(), actor)),
+            )
+        })
+        .await;
+        let report = report(&config, first, &programs, &both);
+        assert!(report.is_empty(), "{report}");
+        println!(
+            "round {round}: {} programs from seed {first} agree ({:?} so far)",
+            programs.len(),
+            start.elapsed()
+        );
+        if config.duration.is_none_or(|d| start.elapsed() >= d) {
+            break;
+        }
+    }
+}
+
+/// Everything wrong with a round, or nothing.
+fn report(config: &Config, first: u64, programs: &[Program], both: &UnderBoth<Vec<Run>>) -> String {
+    let mut out = String::new();
+    for (p, (up, ours)) in programs.iter().zip(both.upstream.iter().zip(&both.kcm_rs)) {
+        let problems = compare(up, ours);
+        if problems.is_empty() {
+            continue;
+        }
+        let steps: Vec<String> = p
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("    {i}: {s:?}"))
+            .collect();
+        out.push_str(&format!(
+            "\n=== program seed {} ({:?}), replay: {}\n  steps:\n{}\n{}",
+            p.seed,
+            p.kind(),
+            config.replay(p.seed, 1),
+            steps.join("\n"),
+            problems
+        ));
+    }
+    if !both.exit.success() {
+        out.push_str(&format!(
+            "\nkcm-rs did not exit cleanly on SIGTERM ({})\n",
+            both.exit
+        ));
+    }
+    if !both.panics.is_empty() {
+        out.push_str(&format!("\nkcm-rs logged panics: {:#?}\n", both.panics));
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!(
+        "random differential failed (round seed {first}, replay the round: {}):{out}\n--- kcm-rs log (tail) ---\n{}",
+        config.replay(first, programs.len()),
+        both.log_tail
+    )
+}
+
+fn show(o: &crate::differential::Outcome) -> String {
+    o.iter()
+        .map(|(k, v)| format!("      {k}: {v}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first step at which the two runs part, and whatever else either run reports.
+pub fn compare(up: &Run, ours: &Run) -> String {
+    let mut out = String::new();
+    for (who, r) in [("upstream", up), ("kcm-rs", ours)] {
+        if let Some(f) = &r.failure {
+            out.push_str(&format!("  the harness failed under {who}: {f}\n"));
+        }
+        for v in &r.violations {
+            out.push_str(&format!("  invariant broken under {who}: {v}\n"));
+        }
+        for v in &r.refusals {
+            // The counter is the API server's: with programs side by side, the write may be
+            // another program's of the same round.
+            out.push_str(&format!("  a write refused as invalid under {who}: {v}\n"));
+        }
+        // Both stuck the same way would otherwise compare equal.
+        for (k, e) in r
+            .steps
+            .iter()
+            .enumerate()
+            .filter_map(|(k, s)| Some((k, s.as_ref().err()?)))
+        {
+            out.push_str(&format!("  step {k} did not settle under {who}: {e}\n"));
+        }
+    }
+    let n = up.steps.len().max(ours.steps.len());
+    for k in 0..n {
+        let (a, b) = (up.steps.get(k), ours.steps.get(k));
+        if a == b {
+            continue;
+        }
+        out.push_str(&format!("  first difference at step {k}:\n"));
+        match (a, b) {
+            (Some(Ok(a)), Some(Ok(b))) => out.push_str(&format!(
+                "    upstream:\n{}\n    kcm-rs:\n{}\n    differing:\n{}",
+                show(a),
+                show(b),
+                diff(a, b)
+            )),
+            _ => out.push_str(&format!("    upstream: {a:?}\n    kcm-rs:   {b:?}\n")),
+        }
+        return out;
+    }
+    if up.events != ours.events && up.failure.is_none() && ours.failure.is_none() {
+        out.push_str(&format!(
+            "  event reasons at the end:\n    upstream: {}\n    kcm-rs:   {}\n",
+            up.events, ours.events
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::differential::Outcome;
+
+    fn outcome(pairs: &[(&str, &str)]) -> Outcome {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_first_differing_step_is_reported_with_both_projections() {
+        let same = outcome(&[("status.active", "2")]);
+        let up = Run {
+            steps: vec![Ok(same.clone()), Ok(outcome(&[("status.active", "1")]))],
+            ..Run::default()
+        };
+        let ours = Run {
+            steps: vec![Ok(same.clone()), Ok(outcome(&[("status.active", "3")]))],
+            ..Run::default()
+        };
+        let r = compare(&up, &ours);
+        assert!(r.contains("first difference at step 1"), "{r}");
+        assert!(r.contains("upstream: 1") && r.contains("kcm-rs:   3"), "{r}");
+        let stuck = Run {
+            steps: vec![Err("not settled".into())],
+            ..Run::default()
+        };
+        let stuck_too = Run {
+            steps: stuck.steps.clone(),
+            ..Run::default()
+        };
+        assert!(compare(&stuck, &stuck_too).contains("step 0 did not settle under upstream"));
+        let agree = Run {
+            steps: vec![Ok(same)],
+            ..Run::default()
+        };
+        let agree_too = Run {
+            steps: agree.steps.clone(),
+            ..Run::default()
+        };
+        assert_eq!(compare(&agree, &agree_too), "");
+    }
+}

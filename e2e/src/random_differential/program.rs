@@ -1,0 +1,262 @@
+//! The programs' vocabulary: the steps over one Deployment or one Job, and the JSON each writes.
+//! `generate` draws them from a seed.
+
+use serde_json::{Value, json};
+
+/// A seeded program. Even seeds drive a Deployment, odd ones a Job, so that consecutive seeds
+/// alternate and one seed alone replays one program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Program {
+    pub seed: u64,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Deployment(DeploymentStep),
+    Job(JobStep),
+}
+
+/// A count or a percentage of replicas (an IntOrString).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Amount {
+    Count(i32),
+    Percent(i32),
+}
+
+impl Amount {
+    fn to_json(self) -> Value {
+        match self {
+            Amount::Count(n) => json!(n),
+            Amount::Percent(p) => json!(format!("{p}%")),
+        }
+    }
+
+    /// Upstream's `GetScaledValueFromIntOrPercent`.
+    pub fn scaled(self, replicas: i32, round_up: bool) -> i32 {
+        match self {
+            Amount::Count(n) => n,
+            Amount::Percent(p) if round_up => (p * replicas + 99) / 100,
+            Amount::Percent(p) => p * replicas / 100,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Strategy {
+    Recreate,
+    Rolling { surge: Amount, unavailable: Amount },
+}
+
+impl Strategy {
+    /// The `spec.strategy` to merge; Recreate must drop `rollingUpdate` or the API server refuses it.
+    pub fn to_json(self) -> Value {
+        match self {
+            Strategy::Recreate => json!({"type": "Recreate", "rollingUpdate": null}),
+            Strategy::Rolling { surge, unavailable } => json!({
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": surge.to_json(), "maxUnavailable": unavailable.to_json()}
+            }),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeploymentStep {
+    Create {
+        replicas: i32,
+        strategy: Strategy,
+        min_ready_seconds: i32,
+        history_limit: Option<i32>,
+    },
+    Scale(i32),
+    /// A new template: image `nginx:<n>`.
+    Image(u32),
+    Strategy(Strategy),
+    Pause(bool),
+    /// `kubectl rollout undo --to-revision` of the `back`-th newest older revision.
+    Rollback {
+        back: usize,
+    },
+    MinReadySeconds(i32),
+    RevisionHistoryLimit(i32),
+    DeletePods(usize),
+    DeleteReplicaSet {
+        newest: bool,
+    },
+}
+
+impl DeploymentStep {
+    /// Whether the step changes only the pod template of an unpaused Deployment: the steps on which
+    /// a rollout's availability floor is checked.
+    pub fn template_only(&self, paused: bool) -> bool {
+        !paused && matches!(self, DeploymentStep::Image(_) | DeploymentStep::Rollback { .. })
+    }
+}
+
+/// What a Job's pods do, through the container commands the KWOK stages read (hack/README.md,
+/// "Simulated pod behaviour").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Behaviour {
+    Succeed,
+    Fail(i32),
+    Forever,
+    FailOddIndexes,
+}
+
+impl Behaviour {
+    pub fn command(self) -> Vec<String> {
+        let sh = |s: String| vec!["sh".to_owned(), "-c".to_owned(), s];
+        match self {
+            Behaviour::Succeed => sh("exit 0".into()),
+            Behaviour::Fail(code) => sh(format!("exit {code}")),
+            Behaviour::Forever => vec!["sleep".into(), "1000000".into()],
+            Behaviour::FailOddIndexes => sh("exit $(( ${JOB_COMPLETION_INDEX} % 2 ))".into()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FailureRule {
+    FailJobOnExit42,
+    IgnoreDisruption,
+    /// Needs backoffLimitPerIndex.
+    FailIndexOnExit1,
+}
+
+impl FailureRule {
+    fn to_json(self) -> Value {
+        match self {
+            FailureRule::FailJobOnExit42 => json!({"action": "FailJob",
+                "onExitCodes": {"containerName": "c", "operator": "In", "values": [42]}}),
+            FailureRule::IgnoreDisruption => {
+                json!({"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]})
+            }
+            FailureRule::FailIndexOnExit1 => {
+                json!({"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [1]}})
+            }
+        }
+    }
+}
+
+/// A Job's shape, drawn from a small menu whose every combination the API server accepts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobShape {
+    pub indexed: bool,
+    pub completions: i32,
+    pub parallelism: i32,
+    pub behaviour: Behaviour,
+    pub backoff_limit: Option<i32>,
+    /// backoffLimitPerIndex and maxFailedIndexes (Indexed only).
+    pub per_index: Option<(i32, Option<i32>)>,
+    pub failure_rules: Vec<FailureRule>,
+    /// successPolicy: succeededIndexes "0" (true) or succeededCount 1 (false); Indexed only.
+    pub success_on_index_0: Option<bool>,
+    /// Only without podFailurePolicy, which allows `Failed` alone.
+    pub replacement: Option<&'static str>,
+    pub suspend: bool,
+}
+
+impl JobShape {
+    pub fn spec(&self) -> Value {
+        let mut s = json!({
+            "completions": self.completions,
+            "parallelism": self.parallelism,
+            "suspend": self.suspend,
+        });
+        if self.indexed {
+            s["completionMode"] = json!("Indexed");
+        }
+        if let Some(b) = self.backoff_limit {
+            s["backoffLimit"] = json!(b);
+        }
+        if let Some((per_index, max_failed)) = self.per_index {
+            s["backoffLimitPerIndex"] = json!(per_index);
+            if let Some(m) = max_failed {
+                s["maxFailedIndexes"] = json!(m);
+            }
+        }
+        if !self.failure_rules.is_empty() {
+            let rules: Vec<Value> = self.failure_rules.iter().map(|r| r.to_json()).collect();
+            s["podFailurePolicy"] = json!({"rules": rules});
+        }
+        match self.success_on_index_0 {
+            Some(true) => s["successPolicy"] = json!({"rules": [{"succeededIndexes": "0"}]}),
+            Some(false) => s["successPolicy"] = json!({"rules": [{"succeededCount": 1}]}),
+            None => {}
+        }
+        if let Some(r) = self.replacement {
+            s["podReplacementPolicy"] = json!(r);
+        }
+        s
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Propagation {
+    Foreground,
+    Background,
+    Orphan,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobStep {
+    Create(JobShape),
+    Suspend(bool),
+    Parallelism(i32),
+    /// The running pod picked by `which` fails, as through the ignore-disruption scenario's label
+    /// patch, with `exit_code` and, if `disruption`, the DisruptionTarget condition.
+    FailPod {
+        which: usize,
+        exit_code: i32,
+        disruption: bool,
+    },
+    SucceedPod {
+        which: usize,
+    },
+    DeletePod {
+        which: usize,
+    },
+    /// The Job deleted: always a program's last step.
+    Delete(Propagation),
+}
+
+/// The Deployment's largest size: small enough for a step to settle in seconds.
+pub const MAX_REPLICAS: i32 = 8;
+
+impl Program {
+    pub fn kind(&self) -> Kind {
+        kind_of(self.seed)
+    }
+}
+
+pub(super) fn kind_of(seed: u64) -> Kind {
+    if seed.is_multiple_of(2) {
+        Kind::Deployment
+    } else {
+        Kind::Job
+    }
+}
+
+/// Which object a program drives (one per program, named [`DEPLOYMENT`] or [`JOB`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Deployment,
+    Job,
+}
+
+pub const DEPLOYMENT: &str = "web";
+pub const JOB: &str = "job";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_round_as_upstream_does() {
+        assert_eq!(Amount::Percent(25).scaled(3, true), 1);
+        assert_eq!(Amount::Percent(25).scaled(3, false), 0);
+        assert_eq!(Amount::Percent(50).scaled(5, false), 2);
+        assert_eq!(Amount::Count(2).scaled(0, true), 2);
+    }
+}
