@@ -67,9 +67,12 @@ fn init_logging(args: &Args) {
         _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into());
+    // Colour only on a terminal: a log file, a pipe or CI's capture would keep the escape codes.
+    let colour =
+        std::io::IsTerminal::is_terminal(&std::io::stdout()) && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::env::var_os("NO_COLOR").is_none());
+        .with_ansi(colour);
     match args.logging_format {
         LoggingFormat::Text => builder.init(),
         LoggingFormat::Json => builder.json().init(),

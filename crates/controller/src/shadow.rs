@@ -95,6 +95,25 @@ impl ShadowState {
         None
     }
 
+    /// [`Self::observe`] for one sync of the object at `key`, except in a namespace being deleted
+    /// ([`namespace_terminating`]), where the object is forgotten instead: upstream acts there too
+    /// but the API server refuses it, which is no disagreement.
+    pub async fn observe_sync(
+        &self,
+        client: &kube::Client,
+        controller: &str,
+        key: &informer::ObjectKey,
+        fingerprint: u64,
+        differences: Vec<String>,
+    ) -> Option<Duration> {
+        if !differences.is_empty() && namespace_terminating(client, key.namespace().unwrap_or_default()).await
+        {
+            self.forget(controller, key.as_str());
+            return None;
+        }
+        self.observe(controller, key.as_str(), fingerprint, differences)
+    }
+
     /// Forgets an object that no longer exists.
     pub fn forget(&self, controller: &str, object: &str) {
         let key = (controller.to_owned(), object.to_owned());

@@ -237,22 +237,10 @@ impl DeploymentController {
         };
         if let Some(state) = &self.shadow {
             let differences = shadow::differences(&d, &plan);
-            if !differences.is_empty()
-                && controller::shadow::namespace_terminating(
-                    &self.executor.client,
-                    key.namespace().unwrap_or_default(),
-                )
-                .await
-            {
-                state.forget(COMPONENT, key.as_str());
-                return Ok(None);
-            }
-            return Ok(state.observe(
-                COMPONENT,
-                key.as_str(),
-                shadow::fingerprint(&d, &candidates),
-                differences,
-            ));
+            let fingerprint = shadow::fingerprint(&d, &candidates);
+            return Ok(state
+                .observe_sync(&self.executor.client, COMPONENT, key, fingerprint, differences)
+                .await);
         }
         let gone = self.executor.claim(&plan.key, &plan.owner, &plan.claims).await?;
         let plan = if gone.is_empty() {

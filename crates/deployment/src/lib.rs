@@ -62,6 +62,10 @@
 //!   become 102,950, 5,050 and 12,000 upstream; 60,000, 48,000 and 12,000 here
 //!   (`scale::replica_set_fraction`, `scale::tests::large_shares_are_computed_without_wrapping`).
 //!   Everywhere else int32 wraps as upstream's does.
+//! * a pod deleted under a Recreate Deployment wakes it at once; upstream first LISTs the
+//!   Deployment's ReplicaSets from the API server (a live request per pod delete) and wakes it only
+//!   when the cache holds none of its pods. Only the number of syncs and requests differs
+//!   (`handlers::tests::pod_deletions_wake_only_recreate_deployments`).
 //! * a maxSurge percentage so large that its share of the replicas leaves int64 converts as on
 //!   amd64 (the minimum int64), where Go leaves the result to the platform (`spec::scaled_value`).
 #![forbid(unsafe_code)]

@@ -357,22 +357,10 @@ impl<P: PodControl> JobController<P> {
             let status = plan.status_plan(&ManageOutcome::assumed(&plan.action));
             let full = crate::plan::FullPlan { sync: plan, status };
             let differences = shadow::differences(&job, &full);
-            if !differences.is_empty()
-                && controller::shadow::namespace_terminating(
-                    &self.executor.client,
-                    key.namespace().unwrap_or_default(),
-                )
-                .await
-            {
-                state.forget(COMPONENT, key.as_str());
-                return Ok(None);
-            }
-            return Ok(state.observe(
-                COMPONENT,
-                key.as_str(),
-                shadow::fingerprint(&job, &candidates),
-                differences,
-            ));
+            let fingerprint = shadow::fingerprint(&job, &candidates);
+            return Ok(state
+                .observe_sync(&self.executor.client, COMPONENT, key, fingerprint, differences)
+                .await);
         }
         let action = plan.metrics_action;
         let requeue = plan.requeue_after;

@@ -268,23 +268,10 @@ impl<P: PodControl> ReplicaSetController<P> {
         };
         if let Some(state) = &self.shadow {
             let differences = shadow::differences(&rs, &plan);
-            if !differences.is_empty()
-                && controller::shadow::namespace_terminating(
-                    &self.executor.client,
-                    key.namespace().unwrap_or_default(),
-                )
-                .await
-            {
-                // Upstream acts too but the API server refuses: not a disagreement.
-                state.forget(COMPONENT, key.as_str());
-                return Ok(None);
-            }
-            return Ok(state.observe(
-                COMPONENT,
-                key.as_str(),
-                shadow::fingerprint(&rs, &candidates),
-                differences,
-            ));
+            let fingerprint = shadow::fingerprint(&rs, &candidates);
+            return Ok(state
+                .observe_sync(&self.executor.client, COMPONENT, key, fingerprint, differences)
+                .await);
         }
         if let crate::plan::ReplicaChange::Delete(chosen) = &plan.replicas.change
             && chosen.len() < plan.replicas.active.len()
