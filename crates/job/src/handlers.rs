@@ -275,9 +275,13 @@ impl EventHandler<Pod> for PodHandler {
         }
     }
 
-    fn on_delete(&self, pod: &DeletedObject<Pod>) {
-        let pod = pod.object();
-        self.0.record_finished_with_finalizer(Some(pod), None);
+    /// A tombstone's last known state may be stale, so only a final state counts toward the
+    /// finalizer metric (upstream reads a nil pod from a tombstone there).
+    fn on_delete(&self, deleted: &DeletedObject<Pod>) {
+        let pod = deleted.object();
+        if let DeletedObject::Final(p) = deleted {
+            self.0.record_finished_with_finalizer(Some(p), None);
+        }
         self.0.pod_deleted(pod, true);
     }
 }

@@ -311,3 +311,18 @@ async fn a_pod_its_deleting_job_no_longer_selects_goes_to_the_orphan_queue() {
     PodHandler(h.clone()).on_update(&selected, &Arc::new(bumped(&selected)));
     assert!(drain(&h.orphan_queue).is_empty());
 }
+
+/// A finished pod deleted with the tracking finalizer counts `event="delete"` from its final state
+/// only; a tombstone's last known state (perhaps stale) counts nothing, as upstream.
+#[tokio::test(start_paused = true)]
+async fn only_a_final_delete_counts_toward_the_finalizer_metric() {
+    let (h, metrics) = handlers(vec![job(1, Some(1))]);
+    let done = pod("p").succeeded().build();
+    PodHandler(h.clone()).on_delete(&DeletedObject::Unknown {
+        key: ObjectKey::of(&*done),
+        last_known: done.clone(),
+    });
+    assert!(metrics.0.lock().is_empty());
+    PodHandler(h.clone()).on_delete(&DeletedObject::Final(done));
+    assert_eq!(*metrics.0.lock(), ["finalizer delete"]);
+}
