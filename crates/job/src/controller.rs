@@ -325,12 +325,10 @@ impl<P: PodControl> JobController<P> {
                     // The final status is compared before the Job is forgotten: a finished Job
                     // gets no more events, so a difference would otherwise never be seen.
                     let differences = shadow::final_status_differences(&input);
-                    return Ok(state.observe(
-                        COMPONENT,
-                        key.as_str(),
-                        shadow::fingerprint(&job, &candidates),
-                        differences,
-                    ));
+                    let fingerprint = shadow::fingerprint(&job, &candidates);
+                    return Ok(state
+                        .observe_sync(&self.executor.client, COMPONENT, key, fingerprint, differences)
+                        .await);
                 }
                 return Ok(None);
             }
@@ -380,8 +378,8 @@ impl<P: PodControl> JobController<P> {
         result
     }
 
-    /// A Job that is gone, finished or not ours: nothing of it stands in shadow mode (a divergence
-    /// reported while it ran is over).
+    /// A Job that is gone or not ours: nothing of it stands in shadow mode (a divergence reported
+    /// while it ran is over). A finished Job is still compared, on its final status.
     fn forget_shadow(&self, key: &ObjectKey) {
         if let Some(s) = &self.shadow {
             s.state.forget(COMPONENT, key.as_str());
