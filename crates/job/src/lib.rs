@@ -70,6 +70,9 @@
 //! * an event reason outside the controller's known set is recorded as `JobFailed`: the event
 //!   recorder takes `&'static str` reasons (`executor::static_reason`); every reason the plan can
 //!   produce is in the set.
+//! * events' `involvedObject` carries no `resourceVersion` (client-go's `GetReference` sets it): the
+//!   recorder's reference is built from the `Owner`, which holds none. Event aggregation keys on
+//!   kind, namespace, name, UID and reason, not on it, so the events written are the same.
 //! * shadow mode's backoff record is rebuilt from watched pods (above), not counted in the sync as
 //!   the live controller and upstream count it; a pod deleted and gone before the shadow's informer
 //!   saw it finish is missing from it.
