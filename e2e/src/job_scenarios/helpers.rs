@@ -15,9 +15,9 @@ pub(super) const TRACKING: &str = "batch.kubernetes.io/job-tracking";
 const INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
 
 /// Container commands the KWOK stages read (hack/README.md, "Simulated pod behaviour").
-pub(super) const SUCCEED: &[&str] = &["sh", "-c", "exit 0"];
-pub(super) const FOREVER: &[&str] = &["sleep", "1000000"];
-pub(super) const FAIL_ODD_INDEXES: &[&str] = &["sh", "-c", "exit $(( ${JOB_COMPLETION_INDEX} % 2 ))"];
+pub(crate) const SUCCEED: &[&str] = &["sh", "-c", "exit 0"];
+pub(crate) const FOREVER: &[&str] = &["sleep", "1000000"];
+pub(crate) const FAIL_ODD_INDEXES: &[&str] = &["sh", "-c", "exit $(( ${JOB_COMPLETION_INDEX} % 2 ))"];
 pub(super) const TRAP_SIGTERM: &[&str] = &[
     "sh",
     "-c",

@@ -15,6 +15,8 @@ use serde_json::json;
 
 pub use helpers::job_manifest;
 use helpers::*;
+/// The container commands KWOK's stages read (hack/README.md, "Simulated pod behaviour").
+pub(crate) use helpers::{FAIL_ODD_INDEXES, FOREVER, SUCCEED};
 
 use crate::{
     TestNamespace,

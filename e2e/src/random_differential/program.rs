@@ -105,13 +105,15 @@ pub enum Behaviour {
 }
 
 impl Behaviour {
+    /// The container command KWOK's stages read, as the fixed Job scenarios write it.
     pub fn command(self) -> Vec<String> {
-        let sh = |s: String| vec!["sh".to_owned(), "-c".to_owned(), s];
+        use crate::job_scenarios::{FAIL_ODD_INDEXES, FOREVER, SUCCEED};
+        let owned = |c: &[&str]| c.iter().map(|s| (*s).to_owned()).collect();
         match self {
-            Behaviour::Succeed => sh("exit 0".into()),
-            Behaviour::Fail(code) => sh(format!("exit {code}")),
-            Behaviour::Forever => vec!["sleep".into(), "1000000".into()],
-            Behaviour::FailOddIndexes => sh("exit $(( ${JOB_COMPLETION_INDEX} % 2 ))".into()),
+            Behaviour::Succeed => owned(SUCCEED),
+            Behaviour::Fail(code) => vec!["sh".into(), "-c".into(), format!("exit {code}")],
+            Behaviour::Forever => owned(FOREVER),
+            Behaviour::FailOddIndexes => owned(FAIL_ODD_INDEXES),
         }
     }
 }
