@@ -24,13 +24,14 @@ clippy:
 unit:
 	$(CARGO) test --workspace --exclude kcm-rs-e2e
 
-# The e2e suites against a control plane this target starts (reference mode) and always stops; the
-# suites print the components' log tails when something fails. See hack/e2e.sh.
+# The e2e suites in 3 lanes (KCM_RS_E2E_LANES), each on a control plane of its own that the lane starts
+# (reference mode) and always stops; the suites print the components' log tails when something fails.
+# See hack/e2e.sh (`hack/e2e.sh SUITE...`: only those, one at a time).
 e2e:
 	CARGO=$(CARGO) hack/e2e.sh
 
 # The randomized soaks alone (ReplicaSet, Deployment, Job), 10 minutes each (`make e2e` runs them for
-# 2, 1 and 1), then the random differential suite for 30 minutes of rounds (`make e2e` runs one
+# a minute each), then the random differential suite for 30 minutes of rounds (`make e2e` runs one
 # round), on a control plane of their own: KCM_RS_SOAK_SECONDS, KCM_RS_SOAK_SEED, KCM_RS_RANDOM_SECONDS
 # and KCM_RS_RANDOM_SEED (replays) pass through.
 .PHONY: soak
@@ -49,11 +50,12 @@ conformance:
 conformance-ci:
 	CARGO=$(CARGO) hack/conformance.sh --mode replace --implemented-only --conformance-only
 
-# Upstream KCM vs kcm-rs side by side on one control plane (hack/bench.sh; figures in benches/README.md).
-# BENCH_ARGS='--scale full --qps 20/30,100/200 --append benches/README.md' for the issue's full pass.
+# Upstream KCM vs kcm-rs side by side on one control plane (hack/bench.sh): the tables go to a new file,
+# benches/results/<date>-bench-e2e.md (benches/README.md indexes the passes there). For the full-size pass:
+# BENCH_ARGS="--scale full --qps 20/30,100/200 --out benches/results/$(date +%F)-bench-e2e-full.md".
 .PHONY: bench-e2e bench-e2e-smoke
 bench-e2e:
-	CARGO=$(CARGO) hack/bench.sh $(or $(BENCH_ARGS),--scale small --append benches/README.md)
+	CARGO=$(CARGO) hack/bench.sh $(or $(BENCH_ARGS),--scale small --out benches/results/$$(date +%F)-bench-e2e.md)
 
 # What CI runs of it: every workload at a tiny size, once, to see that the runner works.
 bench-e2e-smoke:
@@ -68,7 +70,10 @@ image:
 image-e2e: image
 	CARGO=$(CARGO) hack/e2e.sh image
 
-test: fmt-check clippy unit e2e conformance-ci bench-e2e-smoke image-e2e
+# Every check above as stages of hack/test.sh: the builds first, then the e2e suites, the image suite,
+# conformance-ci and bench-e2e-smoke in 3 lanes; ends with each stage's and each suite's wall time.
+test:
+	CARGO=$(CARGO) hack/test.sh
 
 # Brings up the control plane in replace mode (upstream KCM without the controllers kcm-rs takes over;
 # a running cluster is switched to it) and runs kcm-rs against it in the foreground, serving its

@@ -18,8 +18,7 @@ use tokio::time::Instant;
 
 use crate::{
     TestNamespace,
-    soak::{STABLE, is_active, merge},
-    soak_tally::{Tally, Ticks, pick},
+    soak::{STABLE, Tally, Ticks, is_active, merge, pick},
 };
 
 /// How many Deployments the soak drives, and their largest random size.

@@ -15,8 +15,7 @@ use serde_json::json;
 
 use crate::{
     TestNamespace,
-    soak::{is_active, merge},
-    soak_tally::{Tally, Ticks, pick},
+    soak::{Tally, Ticks, is_active, merge, pick},
 };
 
 /// At most this many unfinished Jobs at once.

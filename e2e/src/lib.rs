@@ -17,11 +17,10 @@ pub mod random_differential;
 pub mod replicaset_scenarios;
 pub mod serving;
 pub mod soak;
-pub mod soak_tally;
 mod wait;
 
 pub use cluster::{Cluster, Mode, ModeGuard};
 pub use counting::{RequestCounter, counting_client};
 pub use kcm_rs::{KcmRs, free_port};
-pub use namespace::{TestNamespace, with_namespace};
+pub use namespace::{Observed, TestNamespace, with_namespace};
 pub use wait::{DEFAULT_WAIT, wait_for};

@@ -1,9 +1,13 @@
-use std::{future::Future, panic::AssertUnwindSafe, time::Duration};
+use std::{fmt::Debug, future::Future, panic::AssertUnwindSafe, time::Duration};
 
 use futures::FutureExt as _;
-use k8s_openapi::api::{
-    apps::v1::ReplicaSet,
-    core::v1::{Namespace, ServiceAccount},
+use k8s_openapi::{
+    NamespaceResourceScope,
+    api::{
+        apps::v1::{Deployment, ReplicaSet},
+        core::v1::{Namespace, ServiceAccount},
+    },
+    serde::de::DeserializeOwned,
 };
 use kube::{
     Api,
@@ -63,10 +67,62 @@ impl TestNamespace {
     /// An `Api` for a namespaced kind in this namespace.
     pub fn api<K>(&self) -> Api<K>
     where
-        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        K: kube::Resource<Scope = NamespaceResourceScope>,
         <K as kube::Resource>::DynamicType: Default,
     {
         Api::namespaced(self.cluster.client.clone(), &self.name)
+    }
+
+    /// Waits, at most `timeout`, until object `name`'s controller has observed its generation and
+    /// `done` holds for it, and returns it; the failure shows the status last seen.
+    pub async fn wait_observed<K>(
+        &self,
+        name: &str,
+        what: &str,
+        timeout: Duration,
+        done: impl Fn(&K) -> bool,
+    ) -> K
+    where
+        K: Observed + kube::Resource<Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        let kind = K::kind(&Default::default()).into_owned();
+        wait_for(&format!("{kind} {name}: {what}"), timeout, || async {
+            let object = self.api::<K>().get(name).await.map_err(|e| e.to_string())?;
+            if object.observed_generation() == object.meta().generation && done(&object) {
+                Ok(object)
+            } else {
+                Err(object.status_text())
+            }
+        })
+        .await
+    }
+}
+
+/// A kind whose status reports the generation its controller last acted on.
+pub trait Observed {
+    fn observed_generation(&self) -> Option<i64>;
+    /// The status, for failure messages.
+    fn status_text(&self) -> String;
+}
+
+impl Observed for ReplicaSet {
+    fn observed_generation(&self) -> Option<i64> {
+        self.status.as_ref().and_then(|s| s.observed_generation)
+    }
+
+    fn status_text(&self) -> String {
+        format!("{:?}", self.status)
+    }
+}
+
+impl Observed for Deployment {
+    fn observed_generation(&self) -> Option<i64> {
+        self.status.as_ref().and_then(|s| s.observed_generation)
+    }
+
+    fn status_text(&self) -> String {
+        format!("{:?}", self.status)
     }
 }
 

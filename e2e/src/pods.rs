@@ -131,6 +131,14 @@ pub fn phase(p: &Pod) -> &str {
     p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
 }
 
+/// Whether the pod's Ready condition is True.
+pub fn is_ready(p: &Pod) -> bool {
+    p.status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
 /// Waits until `done` holds for the namespace's pods, and returns them.
 pub async fn wait_pods(ns: &TestNamespace, what: &str, done: impl Fn(&[Pod]) -> bool) -> Vec<Pod> {
     wait_for(what, crate::DEFAULT_WAIT, || async {

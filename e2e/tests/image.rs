@@ -15,7 +15,16 @@ use kube::Api;
 
 /// `podman stop`'s grace period before SIGKILL (a Pod's default terminationGracePeriodSeconds).
 const GRACE_SECONDS: u64 = 30;
-const NAME: &str = "kcm-rs-image-e2e";
+
+/// The container's name: one per control plane (run directory), so that runs beside each other on
+/// one machine (hack/e2e.sh's lanes, two checkouts) do not remove each other's container.
+fn container_name(cluster: &Cluster) -> String {
+    let run = cluster
+        .run_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    format!("kcm-rs-image-e2e-{}", run.unwrap_or_default())
+}
 
 fn podman(args: &[&str]) -> (bool, String) {
     let out = Command::new("podman")
@@ -32,11 +41,11 @@ fn podman(args: &[&str]) -> (bool, String) {
 }
 
 /// Removes the container when the test ends, however it ends.
-struct Container;
+struct Container(String);
 
 impl Drop for Container {
     fn drop(&mut self) {
-        let _ = podman(&["rm", "-f", "-t", "0", NAME]);
+        let _ = podman(&["rm", "-f", "-t", "0", &self.0]);
     }
 }
 
@@ -52,7 +61,9 @@ async fn disruptive_the_image_runs_hardened_leads_reconciles_and_stops_cleanly()
     let _mode = ModeGuard::enter(&cluster, Mode::Replace);
     with_namespace(cluster.clone(), "image", |ns| async move {
         let cluster = &ns.cluster;
-        let _ = podman(&["rm", "-f", "-t", "0", NAME]);
+        let name = container_name(cluster);
+        let name = name.as_str();
+        let _ = podman(&["rm", "-f", "-t", "0", name]);
         let run = cluster.run_dir.display().to_string();
         let port = free_port();
         let lease_name = format!("kcm-rs-image-{}", ns.name);
@@ -61,7 +72,7 @@ async fn disruptive_the_image_runs_hardened_leads_reconciles_and_stops_cleanly()
             "run",
             "-d",
             "--name",
-            NAME,
+            name,
             "--read-only",
             "--user",
             "65532:65532",
@@ -87,8 +98,8 @@ async fn disruptive_the_image_runs_hardened_leads_reconciles_and_stops_cleanly()
             &format!("--secure-port={port}"),
         ]);
         assert!(ok, "podman run failed:\n{out}");
-        let _container = Container;
-        let logs = || podman(&["logs", NAME]).1;
+        let _container = Container(name.to_owned());
+        let logs = || podman(&["logs", name]).1;
         let readyz = move || {
             Command::new("curl")
                 .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2"])
@@ -115,7 +126,7 @@ async fn disruptive_the_image_runs_hardened_leads_reconciles_and_stops_cleanly()
             "inspect",
             "--format",
             "{{.Config.User}} {{.HostConfig.ReadonlyRootfs}}",
-            NAME,
+            name,
         ]);
         assert_eq!(user.trim(), "65532:65532 true");
 
@@ -136,10 +147,10 @@ async fn disruptive_the_image_runs_hardened_leads_reconciles_and_stops_cleanly()
         ns.replicaset_becomes_ready("from-the-image", 2).await;
 
         let stopping = tokio::time::Instant::now();
-        let (ok, out) = podman(&["stop", "-t", &GRACE_SECONDS.to_string(), NAME]);
+        let (ok, out) = podman(&["stop", "-t", &GRACE_SECONDS.to_string(), name]);
         assert!(ok, "podman stop: {out}");
         let stopped_in = stopping.elapsed();
-        let (_, code) = podman(&["inspect", "--format", "{{.State.ExitCode}}", NAME]);
+        let (_, code) = podman(&["inspect", "--format", "{{.State.ExitCode}}", name]);
         let log = logs();
         assert_eq!(code.trim(), "0", "exit code after SIGTERM; logs:\n{log}");
         assert!(

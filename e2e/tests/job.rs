@@ -1,8 +1,8 @@
 //! The Job controller, differential: each scenario runs under upstream's Job controller, then under
 //! kcm-rs's, and the outcomes must match (counters, index strings, conditions with reasons, pods by
 //! index and phase, pods ever created, event reasons; no pod may keep the tracking finalizer).
-//! Restarts kube-controller-manager (mode switches), so the test is named disruptive_* and runs in
-//! the last, serial phase of `make e2e`. `KCM_RS_SCENARIOS=a,b` runs only the scenarios named.
+//! Restarts kube-controller-manager (mode switches), so the test is named disruptive_* and its suite
+//! runs alone on its control plane (hack/e2e.sh). `KCM_RS_SCENARIOS=a,b` runs only the scenarios named.
 
 use std::{sync::Arc, time::Duration};
 

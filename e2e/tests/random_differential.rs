@@ -3,7 +3,7 @@
 //! checked on every watch event under both. `KCM_RS_RANDOM_SEED` replays a run,
 //! `KCM_RS_RANDOM_PROGRAMS` and `KCM_RS_RANDOM_STEPS` size it, `KCM_RS_RANDOM_SECONDS` repeats
 //! rounds for that long (`make soak`: 1800). Switches kube-controller-manager's mode, so the test is
-//! named disruptive_* and runs in the serial phase of `make e2e`.
+//! named disruptive_* and its suite runs alone on its control plane (hack/e2e.sh).
 
 use kcm_rs_e2e::{Cluster, random_differential};
 

@@ -20,7 +20,21 @@ const SAMPLE: [&str; 6] = [
 ];
 
 #[tokio::test]
-async fn disruptive_replicaset_suite_passes_with_the_shipped_cluster_role() {
+async fn disruptive_all_three_controllers_pass_scenarios_with_the_shipped_cluster_role() {
+    let sample: Vec<_> = deployment_scenarios::scenarios()
+        .into_iter()
+        .chain(job_scenarios::scenarios())
+        .filter(|s| SAMPLE.contains(&s.name))
+        .collect();
+    // A renamed scenario must fail here, not silently shrink the sample.
+    let missing: Vec<&str> = SAMPLE
+        .into_iter()
+        .filter(|name| !sample.iter().any(|s| s.name == *name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "SAMPLE names scenarios that do not exist: {missing:?}"
+    );
     let cluster = Cluster::connect().await;
     cluster.apply_shipped_rbac();
     let kubeconfig = cluster.service_account_kubeconfig("kcm-rs", "kcm-rs");
@@ -30,12 +44,7 @@ async fn disruptive_replicaset_suite_passes_with_the_shipped_cluster_role() {
         "--leader-elect-resource-name=kcm-rs-rbac-e2e",
     ];
     let mut scenarios = replicaset_scenarios::scenarios();
-    scenarios.extend(
-        deployment_scenarios::scenarios()
-            .into_iter()
-            .chain(job_scenarios::scenarios())
-            .filter(|s| SAMPLE.contains(&s.name)),
-    );
+    scenarios.extend(sample);
     run_differential_as(&cluster, "rbac", &args, Some(kubeconfig), &scenarios).await;
 
     let deployment = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/deployment.yaml");

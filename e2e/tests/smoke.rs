@@ -8,7 +8,11 @@ use k8s_openapi::api::{
     batch::v1::Job,
     core::v1::Pod,
 };
-use kcm_rs_e2e::{Cluster, DEFAULT_WAIT, Mode, TestNamespace, wait_for, with_namespace};
+use kcm_rs_e2e::{
+    Cluster, DEFAULT_WAIT, Mode, TestNamespace,
+    pods::{is_ready, phase},
+    wait_for, with_namespace,
+};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use serde_json::json;
 
@@ -33,13 +37,6 @@ async fn pods_with(ns: &TestNamespace, selector: &str) -> Vec<Pod> {
         .await
         .expect("list pods")
         .items
-}
-
-fn is_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 #[tokio::test]
@@ -277,10 +274,6 @@ async fn pod_named(ns: &TestNamespace, name: &str) -> Result<Pod, String> {
     ns.api::<Pod>().get(name).await.map_err(|e| e.to_string())
 }
 
-fn phase(pod: &Pod) -> Option<String> {
-    pod.status.as_ref().and_then(|s| s.phase.clone())
-}
-
 fn first_container(pod: &Pod) -> Option<k8s_openapi::api::core::v1::ContainerStatus> {
     pod.status
         .as_ref()
@@ -343,7 +336,7 @@ async fn an_image_that_cannot_be_pulled_keeps_the_pod_pending_and_never_ready() 
             }
         })
         .await;
-        assert_eq!(phase(&pod).as_deref(), Some("Pending"));
+        assert_eq!(phase(&pod), "Pending");
         assert!(!is_ready(&pod), "{pod:#?}");
         let statuses = pod
             .status
@@ -361,7 +354,7 @@ async fn an_image_that_cannot_be_pulled_keeps_the_pod_pending_and_never_ready() 
         // It stays that way.
         tokio::time::sleep(std::time::Duration::from_secs(3)).await;
         let pod = pod_named(&ns, "unpullable").await.unwrap();
-        assert_eq!(phase(&pod).as_deref(), Some("Pending"));
+        assert_eq!(phase(&pod), "Pending");
         assert!(!is_ready(&pod), "{pod:#?}");
     })
     .await;
@@ -378,7 +371,7 @@ async fn a_job_pod_whose_command_exits_non_zero_fails_with_that_code() {
             .unwrap();
         let pod = wait_for("the pod to fail", DEFAULT_WAIT, || async {
             let pods = job_pods(&ns, "exit3").await;
-            match pods.into_iter().find(|p| phase(p).as_deref() == Some("Failed")) {
+            match pods.into_iter().find(|p| phase(p) == "Failed") {
                 Some(p) => Ok(p),
                 None => Err("no Failed pod yet"),
             }
@@ -399,7 +392,7 @@ async fn a_fail_once_job_pod_restarts_in_place_then_succeeds() {
         ns.api::<Job>().create(&PostParams::default(), &job).await.unwrap();
         let pod = wait_for("the pod to succeed", DEFAULT_WAIT, || async {
             let pods = job_pods(&ns, "once").await;
-            match pods.into_iter().find(|p| phase(p).as_deref() == Some("Succeeded")) {
+            match pods.into_iter().find(|p| phase(p) == "Succeeded") {
                 Some(p) => Ok(p),
                 None => Err("no Succeeded pod yet"),
             }
@@ -429,7 +422,7 @@ async fn indexed_job_pods_of_fail_odd_succeed_even_fail_on_odd_indexes() {
             let pods = job_pods(&ns, "oddeven").await;
             let done = pods
                 .iter()
-                .filter(|p| matches!(phase(p).as_deref(), Some("Succeeded" | "Failed")))
+                .filter(|p| matches!(phase(p), "Succeeded" | "Failed"))
                 .count();
             if done == 2 { Ok(pods) } else { Err(format!("{done} of {} finished", pods.len())) }
         })
@@ -442,7 +435,7 @@ async fn indexed_job_pods_of_fail_odd_succeed_even_fail_on_odd_indexes() {
                 .and_then(|a| a.get("batch.kubernetes.io/job-completion-index"))
                 .cloned();
             let want = if index.as_deref() == Some("1") { ("Failed", 1) } else { ("Succeeded", 0) };
-            assert_eq!((phase(pod).as_deref(), exit_code(pod)), (Some(want.0), Some(want.1)), "index {index:?}");
+            assert_eq!((phase(pod), exit_code(pod)), (want.0, Some(want.1)), "index {index:?}");
         }
     })
     .await;
@@ -486,12 +479,7 @@ async fn a_job_pod_that_does_not_terminate_keeps_running() {
         for name in ["pause", "sleep"] {
             let pods = job_pods(&ns, name).await;
             assert_eq!(pods.len(), 1);
-            assert_eq!(
-                phase(&pods[0]).as_deref(),
-                Some("Running"),
-                "{name}: {:#?}",
-                pods[0]
-            );
+            assert_eq!(phase(&pods[0]), "Running", "{name}: {:#?}", pods[0]);
             assert!(is_ready(&pods[0]));
         }
     })
@@ -526,10 +514,10 @@ async fn a_pod_trapping_sigterm_terminates_when_its_handler_exits() {
         let deleted = tokio::time::Instant::now();
         tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
         let p = pod_named(&ns, "trap").await.unwrap();
-        assert_eq!(phase(&p).as_deref(), Some("Running"), "still terminating: {p:#?}");
+        assert_eq!(phase(&p), "Running", "still terminating: {p:#?}");
         let p = wait_for("the handler to exit", DEFAULT_WAIT, || async {
             let p = pod_named(&ns, "trap").await?;
-            if phase(&p).as_deref() == Some("Failed") {
+            if phase(&p) == "Failed" {
                 Ok(p)
             } else {
                 Err(format!("{:?}", phase(&p)))
@@ -604,7 +592,7 @@ async fn randomly_failing_job_pods_exit_zero_or_one_at_random() {
                 .items;
             let done = pods
                 .iter()
-                .filter(|p| matches!(phase(p).as_deref(), Some("Succeeded" | "Failed")))
+                .filter(|p| matches!(phase(p), "Succeeded" | "Failed"))
                 .count();
             if done == PODS {
                 Ok(pods)
@@ -616,10 +604,7 @@ async fn randomly_failing_job_pods_exit_zero_or_one_at_random() {
         let outcomes: Vec<_> = pods.iter().map(|p| (phase(p), exit_code(p))).collect();
         for outcome in &outcomes {
             assert!(
-                matches!(
-                    (outcome.0.as_deref(), outcome.1),
-                    (Some("Succeeded"), Some(0)) | (Some("Failed"), Some(1))
-                ),
+                matches!(outcome, ("Succeeded", Some(0)) | ("Failed", Some(1))),
                 "{outcome:?}"
             );
         }

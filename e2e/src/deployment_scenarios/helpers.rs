@@ -82,49 +82,19 @@ pub(super) async fn get(ns: &TestNamespace, name: &str) -> Deployment {
     ns.api::<Deployment>().get(name).await.unwrap()
 }
 
-/// Waits until `done` holds for a Deployment whose controller has observed its generation.
-pub(super) async fn wait_deployment(
-    ns: &TestNamespace,
-    name: &str,
-    what: &str,
-    timeout: Duration,
-    done: impl Fn(&Deployment) -> bool,
-) -> Deployment {
-    wait_for(&format!("Deployment {name}: {what}"), timeout, || async {
-        let d = ns
-            .api::<Deployment>()
-            .get(name)
-            .await
-            .map_err(|e| e.to_string())?;
-        let observed = d.status.as_ref().and_then(|s| s.observed_generation) == d.metadata.generation;
-        if observed && done(&d) {
-            Ok(d)
-        } else {
-            Err(format!("{:?}", d.status))
-        }
-    })
-    .await
-}
-
 /// `kubectl rollout status`'s test, plus no pod left over from older ReplicaSets.
 pub(super) async fn wait_complete(ns: &TestNamespace, name: &str, replicas: i32) {
     wait_complete_for(ns, name, replicas, DEFAULT_WAIT).await;
 }
 
 pub(super) async fn wait_complete_for(ns: &TestNamespace, name: &str, replicas: i32, timeout: Duration) {
-    wait_deployment(
-        ns,
-        name,
-        &format!("rollout complete at {replicas}"),
-        timeout,
-        |d| {
-            let s = d.status.clone().unwrap_or_default();
-            s.updated_replicas == Some(replicas)
-                && s.replicas == Some(replicas)
-                && s.available_replicas == Some(replicas)
-                && s.terminating_replicas.unwrap_or(0) == 0
-        },
-    )
+    ns.wait_observed::<Deployment>(name, &format!("rollout complete at {replicas}"), timeout, |d| {
+        let s = d.status.clone().unwrap_or_default();
+        s.updated_replicas == Some(replicas)
+            && s.replicas == Some(replicas)
+            && s.available_replicas == Some(replicas)
+            && s.terminating_replicas.unwrap_or(0) == 0
+    })
     .await;
     let n = usize::try_from(replicas).unwrap();
     wait_pods(ns, &format!("exactly {n} pods of {name}"), |p| p.len() == n).await;

@@ -1,13 +1,18 @@
-//! The Deployment scenarios the differential suite runs (issue 8's list): each returns the normalized
-//! outcome it observed. Pods become Ready at once on KWOK unless labelled `kcm-rs.test/ready=never`;
-//! an image tagged `:404` never pulls, which is how a rollout is made to stick.
+//! The Deployment scenarios the differential suite runs (the behaviours listed when the Deployment
+//! controller was specified: rollouts, scaling, pause, rollback, progress, history): each returns
+//! the normalized outcome it observed. Pods become Ready at once on KWOK unless labelled
+//! `kcm-rs.test/ready=never`; an image tagged `:404` never pulls, which is how a rollout is made to
+//! stick.
 
 mod helpers;
 
 use std::time::Duration;
 
 use futures::FutureExt as _;
-use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::ResourceQuota};
+use k8s_openapi::api::{
+    apps::v1::{Deployment, ReplicaSet},
+    core::v1::ResourceQuota,
+};
 use kube::api::PostParams;
 use serde_json::json;
 
@@ -89,8 +94,7 @@ fn proportional_scaling(ns: TestNamespace) -> Run {
         patch(&ns, "web", json!({"spec": {"replicas": 30}})).await;
         wait_sizes(&ns, &[(1, 20), (2, 13)]).await;
         // Settled: the old ReplicaSet's 20 pods Ready (9 of them just created), the new 13 stuck.
-        wait_deployment(
-            &ns,
+        ns.wait_observed::<Deployment>(
             "web",
             "33 pods, the 20 old ones available",
             Duration::from_secs(90),
@@ -111,14 +115,13 @@ fn pause_resume(ns: TestNamespace) -> Run {
         create(&ns, "web", 3, GOOD, json!({})).await;
         wait_complete(&ns, "web", 3).await;
         kubectl(&ns, &["rollout", "pause", "deployment/web"]);
-        wait_deployment(&ns, "web", "paused", Duration::from_secs(90), |d| {
+        ns.wait_observed::<Deployment>("web", "paused", Duration::from_secs(90), |d| {
             condition(d, "Progressing").as_deref() == Some("Unknown (DeploymentPaused)")
         })
         .await;
         set_image(&ns, "web", GOOD_2).await;
         set_image(&ns, "web", "nginx:3").await;
-        wait_deployment(
-            &ns,
+        ns.wait_observed::<Deployment>(
             "web",
             "the second change observed",
             Duration::from_secs(90),
@@ -146,7 +149,7 @@ fn rollback(ns: TestNamespace) -> Run {
         set_image(&ns, "web", GOOD_2).await;
         wait_complete(&ns, "web", 2).await;
         kubectl(&ns, &["rollout", "undo", "deployment/web"]);
-        wait_deployment(&ns, "web", "revision 3", Duration::from_secs(90), |d| {
+        ns.wait_observed::<Deployment>("web", "revision 3", Duration::from_secs(90), |d| {
             d.metadata
                 .annotations
                 .as_ref()
@@ -161,8 +164,7 @@ fn rollback(ns: TestNamespace) -> Run {
             json!({"metadata": {"annotations": {"deprecated.deployment.rollback.to": "99"}}}),
         )
         .await;
-        wait_deployment(
-            &ns,
+        ns.wait_observed::<Deployment>(
             "web",
             "the rollback annotation cleared",
             Duration::from_secs(90),
@@ -192,13 +194,9 @@ fn progress_deadline(ns: TestNamespace) -> Run {
             "template": {"metadata": {"labels": {"kcm-rs.test/ready": "never"}}}
         });
         create(&ns, "web", 2, GOOD, spec).await;
-        wait_deployment(
-            &ns,
-            "web",
-            "ProgressDeadlineExceeded",
-            Duration::from_secs(90),
-            |d| condition(d, "Progressing").as_deref() == Some("False (ProgressDeadlineExceeded)"),
-        )
+        ns.wait_observed::<Deployment>("web", "ProgressDeadlineExceeded", Duration::from_secs(90), |d| {
+            condition(d, "Progressing").as_deref() == Some("False (ProgressDeadlineExceeded)")
+        })
         .await;
         outcome(&ns, "web").await
     }
@@ -306,7 +304,7 @@ fn quota(ns: TestNamespace) -> Run {
         })
         .await;
         create(&ns, "web", 3, GOOD, json!({})).await;
-        wait_deployment(&ns, "web", "ReplicaFailure", Duration::from_secs(90), |d| {
+        ns.wait_observed::<Deployment>("web", "ReplicaFailure", Duration::from_secs(90), |d| {
             condition(d, "ReplicaFailure").as_deref() == Some("True (FailedCreate)")
                 && d.status.as_ref().and_then(|s| s.available_replicas) == Some(2)
         })
@@ -322,7 +320,7 @@ fn rollout_restart(ns: TestNamespace) -> Run {
         create(&ns, "web", 2, GOOD, json!({})).await;
         wait_complete(&ns, "web", 2).await;
         kubectl(&ns, &["rollout", "restart", "deployment/web"]);
-        wait_deployment(&ns, "web", "revision 2", Duration::from_secs(90), |d| {
+        ns.wait_observed::<Deployment>("web", "revision 2", Duration::from_secs(90), |d| {
             d.metadata
                 .annotations
                 .as_ref()
@@ -404,7 +402,7 @@ fn scenario(name: &'static str, run: fn(TestNamespace) -> Run) -> Scenario {
     }
 }
 
-/// Every Deployment scenario, in the order the issue lists them.
+/// Every Deployment scenario, in the order the specification listed them.
 pub fn scenarios() -> Vec<Scenario> {
     vec![
         scenario("create-3", create_three),

@@ -1,6 +1,7 @@
-//! The Job scenarios the differential suite runs (issue 9's list): each returns the normalized outcome
-//! it observed. What a pod does comes from its container command, read by the KWOK stages as upstream's
-//! e2e Jobs encode it (hack/README.md, "Simulated pod behaviour").
+//! The Job scenarios the differential suite runs (the behaviours listed when the Job controller was
+//! specified: completion modes, failure policies, suspension, deadlines, deletion): each returns the
+//! normalized outcome it observed. What a pod does comes from its container command, read by the
+//! KWOK stages as upstream's e2e Jobs encode it (hack/README.md, "Simulated pod behaviour").
 
 mod backoff_beside_ready;
 pub mod crash;
@@ -416,7 +417,7 @@ fn scenario(name: &'static str, run: fn(TestNamespace) -> Run) -> Scenario {
     }
 }
 
-/// Every Job scenario, in the order the issue lists them.
+/// Every Job scenario, in the order the specification listed them.
 pub fn scenarios() -> Vec<Scenario> {
     vec![
         scenario("completions-5-parallelism-2", completions_and_parallelism),

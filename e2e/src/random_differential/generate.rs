@@ -7,7 +7,7 @@
 use rand::{Rng as _, SeedableRng as _, rngs::StdRng, seq::IndexedRandom as _};
 
 use super::program::*;
-use crate::soak_tally::pick;
+use crate::soak::pick;
 
 impl Program {
     /// The program of `seed`, `steps` long (a Job program ends early if it deletes its Job).

@@ -55,11 +55,7 @@ impl PodView {
     pub fn of(p: &Pod) -> PodView {
         let phase = crate::pods::phase(p);
         let live = p.metadata.deletion_timestamp.is_none() && !matches!(phase, "Succeeded" | "Failed");
-        let ready = live
-            && p.status
-                .iter()
-                .flat_map(|s| s.conditions.iter().flatten())
-                .any(|c| c.type_ == "Ready" && c.status == "True");
+        let ready = live && crate::pods::is_ready(p);
         let index = p
             .metadata
             .annotations

@@ -29,7 +29,10 @@ use k8s_openapi::{
 };
 
 use super::program::Kind;
-use crate::{differential::Outcome, pods::phase};
+use crate::{
+    differential::Outcome,
+    pods::{is_ready, phase},
+};
 
 pub const REVISION: &str = "deployment.kubernetes.io/revision";
 /// The Deployment controller's annotations on ReplicaSets, besides the revision.
@@ -60,13 +63,6 @@ pub fn revision(meta: &ObjectMeta) -> i64 {
 
 pub fn tracked(p: &Pod) -> bool {
     p.metadata.finalizers.iter().flatten().any(|f| f == TRACKING)
-}
-
-pub fn ready(p: &Pod) -> bool {
-    p.status
-        .iter()
-        .flat_map(|s| s.conditions.iter().flatten())
-        .any(|c| c.type_ == "Ready" && c.status == "True")
 }
 
 /// "Type=Status (Reason)" of each condition, sorted by type.
@@ -173,7 +169,7 @@ fn deployment(s: &Snapshot) -> Outcome {
         } else {
             ""
         };
-        let ready = if ready(p) { " ready" } else { "" };
+        let ready = if is_ready(p) { " ready" } else { "" };
         *by_rev
             .entry(format!("{owner} {}{ready}{deleting}", phase(p)))
             .or_default() += 1;
@@ -238,7 +234,7 @@ fn job(s: &Snapshot) -> Outcome {
             .map_or(String::new(), |i| format!("index {i} "));
         let mut flags = String::new();
         for (set, flag) in [
-            (ready(p), " ready"),
+            (is_ready(p), " ready"),
             (p.metadata.deletion_timestamp.is_some(), " deleting"),
             (tracked(p), " tracked"),
             (crate::pods::controller_uid(&p.metadata).is_none(), " orphan"),

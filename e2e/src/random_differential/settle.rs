@@ -16,9 +16,13 @@ use tokio::time::Instant;
 
 use super::{
     program::{DEPLOYMENT, JOB, Kind},
-    projection::{Snapshot, project, ready, revision, tracked},
+    projection::{Snapshot, project, revision, tracked},
 };
-use crate::{TestNamespace, differential::Outcome, pods::phase};
+use crate::{
+    TestNamespace,
+    differential::Outcome,
+    pods::{is_ready, phase},
+};
 
 /// How long the projection must stay the same, settled, to be taken.
 pub const QUIET: Duration = Duration::from_secs(2);
@@ -93,7 +97,7 @@ pub fn unsettled(s: &Snapshot, kind: Kind) -> Vec<String> {
             if tracked(p) {
                 out.push(format!("finished pod {name} still tracked"));
             }
-        } else if phase(p) != "Running" || !ready(p) {
+        } else if phase(p) != "Running" || !is_ready(p) {
             out.push(format!("pod {name} not Ready yet"));
         }
     }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-pub(super) use crate::pods::{list as pods, phase, wait_pods};
+pub(super) use crate::pods::{is_ready, list as pods, phase, wait_pods};
 use crate::{DEFAULT_WAIT, TestNamespace, differential::Outcome, wait_for};
 use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
@@ -42,37 +42,14 @@ pub(super) async fn scale(ns: &TestNamespace, name: &str, replicas: i32) {
         .unwrap();
 }
 
-/// Waits until the ReplicaSet has observed its generation and `done` holds for its status.
+/// Waits until the ReplicaSet has observed its generation and `done` holds for it.
 pub(super) async fn wait_rs(
     ns: &TestNamespace,
     name: &str,
     what: &str,
     done: impl Fn(&ReplicaSet) -> bool,
 ) -> ReplicaSet {
-    wait_rs_for(ns, name, what, DEFAULT_WAIT, done).await
-}
-
-pub(super) async fn wait_rs_for(
-    ns: &TestNamespace,
-    name: &str,
-    what: &str,
-    timeout: Duration,
-    done: impl Fn(&ReplicaSet) -> bool,
-) -> ReplicaSet {
-    wait_for(&format!("ReplicaSet {name}: {what}"), timeout, || async {
-        let rs = ns
-            .api::<ReplicaSet>()
-            .get(name)
-            .await
-            .map_err(|e| e.to_string())?;
-        let observed = rs.status.as_ref().and_then(|s| s.observed_generation) == rs.metadata.generation;
-        if observed && done(&rs) {
-            Ok(rs)
-        } else {
-            Err(format!("{:?}", rs.status))
-        }
-    })
-    .await
+    ns.wait_observed(name, what, DEFAULT_WAIT, done).await
 }
 
 pub(super) fn count(
@@ -132,13 +109,6 @@ pub(super) async fn wait_settled(ns: &TestNamespace, name: &str, n: i32) {
         },
     )
     .await;
-}
-
-pub(super) fn is_ready(p: &Pod) -> bool {
-    p.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 /// The facts compared: the ReplicaSet's status (conditions without their free-text message) and every

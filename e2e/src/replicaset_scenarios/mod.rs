@@ -6,7 +6,10 @@ mod helpers;
 use std::time::Duration;
 
 use futures::FutureExt as _;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, ResourceQuota};
+use k8s_openapi::api::{
+    apps::v1::ReplicaSet,
+    core::v1::{ConfigMap, Pod, ResourceQuota},
+};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -301,7 +304,9 @@ fn events_under_load(
 fn scale_to_500(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>> {
     async move {
         create_rs(&ns, "big", 500, 0).await;
-        let rs = wait_rs_for(&ns, "big", "500 ready", BIG_WAIT, |rs| replicas_settled(rs, 500)).await;
+        let rs = ns
+            .wait_observed::<ReplicaSet>("big", "500 ready", BIG_WAIT, |rs| replicas_settled(rs, 500))
+            .await;
         let mut o = Outcome::new();
         o.insert(
             "status.replicas".into(),
@@ -315,7 +320,7 @@ fn scale_to_500(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<
     .boxed()
 }
 
-/// Every ReplicaSet scenario, in the order the issue lists them.
+/// Every ReplicaSet scenario, in the order the specification listed them.
 pub fn scenarios() -> Vec<Scenario> {
     vec![
         Scenario {

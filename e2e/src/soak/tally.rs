@@ -1,7 +1,10 @@
 //! What every randomized soak keeps of its operations: how often each kind was applied or skipped,
-//! and the API errors that mean an operation itself is broken.
+//! and the API errors that mean an operation itself is broken; and the pace of the operations.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, time::Duration};
+
+/// The pause between two operations.
+pub const OP_INTERVAL: Duration = Duration::from_millis(300);
 
 /// Applied and skipped operations of one kind.
 #[derive(Debug, Default, Clone, Copy)]
@@ -48,7 +51,7 @@ impl Tally {
     }
 }
 
-/// A soak's pace: one operation every [`crate::soak::OP_INTERVAL`] until `duration` has passed.
+/// A soak's pace: one operation every [`OP_INTERVAL`] until `duration` has passed.
 #[derive(Debug)]
 pub struct Ticks {
     tick: tokio::time::Interval,
@@ -56,8 +59,8 @@ pub struct Ticks {
 }
 
 impl Ticks {
-    pub fn new(duration: std::time::Duration) -> Ticks {
-        let mut tick = tokio::time::interval(crate::soak::OP_INTERVAL);
+    pub fn new(duration: Duration) -> Ticks {
+        let mut tick = tokio::time::interval(OP_INTERVAL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Ticks {
             tick,

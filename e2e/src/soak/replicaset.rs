@@ -1,39 +1,29 @@
-//! A randomized soak of a ReplicaSet controller, and the convergence checks it ends with.
+//! The randomized soak of a ReplicaSet controller, and the convergence checks it ends with.
 //!
 //! Fixed scenarios only reach the orders of events their authors thought of; the scale-down ranking
-//! panic of issue 14 showed up only under random scaling, with pods created in the same and in nearby
-//! seconds.
+//! panic (Rust's sort on upstream's comparator, which is not a total order) showed up only under
+//! random scaling, with pods created in the same and in nearby seconds.
 //! The soak drives [`REPLICASETS`] ReplicaSets with random operations from a seeded RNG, then stops
 //! and requires every ReplicaSet to converge. The seed fixes the sequence of operations, targets and
 //! sizes; which pod an operation picks depends on the cluster's state, so a replay is close, not exact.
 //!
 //! Everything here polls with LIST and GET (no watch to re-establish after a "watcher close").
 
-use std::{collections::BTreeSet, future::Future, time::Duration};
+use std::{collections::BTreeSet, time::Duration};
 
 use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
-use kube::{
-    Api,
-    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
-};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use rand::{Rng as _, SeedableRng as _, rngs::StdRng, seq::IndexedRandom as _};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::{
-    TestNamespace,
-    soak_tally::{Tally, Ticks, pick},
-};
+use super::{NOT_READY, STABLE, Tally, Ticks, is_active, merge, pick};
+use crate::TestNamespace;
 
-/// How many ReplicaSets the soak drives, and their largest random size (the issue's figures).
+/// How many ReplicaSets the soak drives, and their largest random size (the sizes the soak was
+/// specified with).
 pub const REPLICASETS: usize = 8;
 pub const MAX_REPLICAS: i32 = 25;
-/// The pause between two operations.
-pub const OP_INTERVAL: Duration = Duration::from_millis(300);
-/// How long a converged state must hold, unchanged, to count.
-pub const STABLE: Duration = Duration::from_secs(3);
-/// The KWOK label that keeps a running pod from ever becoming Ready (hack/README.md).
-pub const NOT_READY: &str = "kcm-rs.test/ready";
 /// The `app` label a relabelled pod gets: it matches no ReplicaSet's selector.
 const RELEASED: &str = "released";
 
@@ -67,29 +57,8 @@ const WEIGHTS: &[(Op, u32)] = &[
     (Op::NotReady, 8),
 ];
 
-/// `KCM_RS_SOAK_SEED` if set (to replay a failure), else a fresh random seed.
-pub fn seed_from_env() -> u64 {
-    env_number("KCM_RS_SOAK_SEED").unwrap_or_else(rand::random)
-}
-
-/// `KCM_RS_SOAK_SECONDS` if set, else `default`.
-pub fn duration_from_env(default: Duration) -> Duration {
-    env_number("KCM_RS_SOAK_SECONDS").map_or(default, Duration::from_secs)
-}
-
-fn env_number(key: &str) -> Option<u64> {
-    let s = std::env::var(key).ok()?;
-    Some(s.trim().parse().unwrap_or_else(|e| panic!("{key}={s:?}: {e}")))
-}
-
 pub fn rs_name(i: usize) -> String {
     format!("soak-{i}")
-}
-
-/// A pod that counts toward a ReplicaSet's replicas: not being deleted and not finished.
-pub fn is_active(p: &Pod) -> bool {
-    let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
-    p.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
 }
 
 fn controller_uids(p: &Pod) -> Vec<&str> {
@@ -204,39 +173,9 @@ pub async fn wait_converged(ns: &TestNamespace, timeout: Duration) -> Result<Dur
     }
 }
 
-/// kcm-rs's log lines that report a panic, each with the line after it (Rust's panic hook prints the
-/// location on one line, "thread … panicked at …", and the message on the next). The controller
-/// worker's "sync panicked" line matches too.
-pub fn panics(kcm: &crate::KcmRs) -> Vec<String> {
-    let text = kcm.log_text();
-    let lines: Vec<&str> = text.lines().collect();
-    (0..lines.len())
-        .filter(|i| lines[*i].contains("panicked"))
-        .map(|i| lines[i..lines.len().min(i + 2)].join(" | "))
-        .collect()
-}
-
-/// Polls `check` every second until it returns `Ok`, for at most `timeout`: the value and how long it
-/// took, or the last error. A `Result` instead of [`crate::wait_for`]'s panic, so that a caller can
-/// add kcm-rs's panics to the failure.
-pub async fn poll<T, F, Fut>(timeout: Duration, mut check: F) -> Result<(T, Duration), String>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, String>>,
-{
-    let start = Instant::now();
-    loop {
-        match check().await {
-            Ok(v) => return Ok((v, start.elapsed())),
-            Err(e) if start.elapsed() >= timeout => return Err(format!("after {timeout:?}: {e}")),
-            Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
-        }
-    }
-}
-
 /// The soak's state: the namespace, the seeded RNG and what it did so far.
 #[derive(Debug)]
-pub struct Soak {
+pub struct ReplicaSetSoak {
     ns: TestNamespace,
     rng: StdRng,
     pub seed: u64,
@@ -244,9 +183,9 @@ pub struct Soak {
     revision: u64,
 }
 
-impl Soak {
-    pub fn new(ns: TestNamespace, seed: u64) -> Soak {
-        Soak {
+impl ReplicaSetSoak {
+    pub fn new(ns: TestNamespace, seed: u64) -> ReplicaSetSoak {
+        ReplicaSetSoak {
             ns,
             rng: StdRng::seed_from_u64(seed),
             seed,
@@ -277,7 +216,7 @@ impl Soak {
         }
     }
 
-    /// Applies a random operation every [`OP_INTERVAL`] for `duration`.
+    /// Applies a random operation every [`super::OP_INTERVAL`] for `duration`.
     pub async fn run(&mut self, duration: Duration) {
         let mut ticks = Ticks::new(duration);
         while ticks.next().await {
@@ -343,45 +282,4 @@ impl Soak {
     pub fn summary(&self) -> String {
         self.tally.summary(self.seed)
     }
-}
-
-pub(crate) async fn merge<K>(api: &Api<K>, name: &str, patch: &Value) -> Result<(), kube::Error>
-where
-    K: Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
-        .await
-        .map(drop)
-}
-
-/// What a soak reports besides convergence: API errors its operations met, panics in kcm-rs's log,
-/// and kcm-rs gone or unhealthy.
-/// Fails the soak test with every failure found and the environment that replays the run.
-pub fn assert_passed(failures: &[String], seed: u64, duration: std::time::Duration) {
-    assert!(
-        failures.is_empty(),
-        "the soak failed (replay: KCM_RS_SOAK_SEED={seed} KCM_RS_SOAK_SECONDS={}):\n{}",
-        duration.as_secs(),
-        failures.join("\n")
-    );
-}
-
-pub fn failures(kcm: &mut crate::KcmRs, errors: &[String]) -> Vec<String> {
-    let mut failures = Vec::new();
-    if !errors.is_empty() {
-        failures.push(format!("unexpected API errors: {errors:#?}"));
-    }
-    let panics = panics(kcm);
-    if !panics.is_empty() {
-        failures.push(format!("kcm-rs logged {} panic lines: {panics:#?}", panics.len()));
-    }
-    if kcm.is_running() {
-        let (code, body) = kcm.http_get("/healthz");
-        if code != 200 {
-            failures.push(format!("kcm-rs /healthz answers {code}: {body}"));
-        }
-    } else {
-        failures.push(format!("kcm-rs exited; its log ends:\n{}", kcm.log_tail()));
-    }
-    failures
 }
