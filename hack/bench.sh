@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Upstream kube-controller-manager vs kcm-rs, side by side on one local control plane of its own
-# (issue 10). For each workload and each --kube-api-qps/--kube-api-burst pair, a second upstream KCM
-# running only the workload's controllers, then kcm-rs running them; the cluster's own KCM runs
-# everything else (garbage collector, service accounts, namespaces) in both runs. Prints one markdown
-# table per workload; `--append benches/README.md` adds them there.
+# Upstream kube-controller-manager vs kcm-rs, side by side on one local control plane of its own:
+# converge time, event -> action latency, CPU, peak RSS and API requests against the targets in
+# benches/README.md. For each workload and each --kube-api-qps/--kube-api-burst pair, a second
+# upstream KCM running only the workload's controllers, then kcm-rs running them; the cluster's own
+# KCM runs everything else (garbage collector, service accounts, namespaces) in both runs. Prints one
+# markdown table per workload; `--out benches/results/<date>-<topic>.md` writes them to a new file
+# there (what `make bench-e2e` does), `--append FILE` adds them to an existing one.
 #
 #   hack/bench.sh [--scale tiny|small|full] [--qps 20/30,100/200] [--workloads rs,scale,deploy,jobs,idle]
-#                 [--append FILE]
+#                 [--out FILE] [--append FILE]
+#
+# The runner is hack/bench/run.py (workloads in hack/bench/workloads.py; unit tests:
+# `python3 -m unittest discover -s hack/bench`).
 #
 # kcm-rs is the binary the container image ships: the `image` profile (fat LTO, one codegen unit,
-# stripped), 10 % less CPU and 2-4 MiB less RSS than `--release` (benches/README.md, 2026-11-24);
-# KCM_RS_PROFILE=release measures the plain release build instead.
+# stripped), which uses less CPU and RSS than `--release`
+# (benches/results/2026-11-24-image-profile.md); KCM_RS_PROFILE=release measures the plain release
+# build instead.
 #
 # Not part of `make test` (`make bench-e2e`; CI runs `--scale tiny` once to see it start). The API
 # server writes an audit log of the measured process's requests (KCM_RS_AUDIT=1, user `bench`).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Convergence of many ReplicaSets at once, upstream's ReplicaSet controller vs kcm-rs's, on one control
-# plane of its own (issue 14's figure: 50 ReplicaSets x 40 pods with client limits out of the way).
+# plane of its own (the ReplicaSet controller's load check: 50 ReplicaSets x 40 pods with client limits
+# out of the way).
 #
 #   hack/converge.sh [RS_COUNT] [PODS_EACH]       (defaults 50 and 40)
 #

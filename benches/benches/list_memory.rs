@@ -2,7 +2,8 @@
 //! benchmark: it prints its figures (`cargo bench -p kcm-rs-benches --bench list_memory`).
 //!
 //! An idle kcm-rs caching 20,000 pods peaked 10 MiB above its settled RSS in the side-by-side
-//! benchmark: the initial list held the objects in more places than the store does (benches/README.md).
+//! benchmark: the initial list held the objects in more places than the store does
+//! (benches/results/2026-11-24-side-by-side-full.md; the fix: benches/results/2026-11-24-cpu-profile.md).
 //! This measures that path alone, on the controllers' `CompactPod` informer: a streaming list of
 //! 10,000 recorded pods (the API server's initial events, then the bookmark that ends them) through
 //! kube's client and decoder, the reflector, the informer and one handler. The watch lines are

@@ -13,8 +13,8 @@ const WATCH_PB: &[u8] = include_bytes!("../fixtures/pods-watch.pb");
 
 /// The recorded pods as the JSON watch lines the server would send: `type` before `object`, as the API
 /// server writes them. (A `json!` map sorts `object` first, which makes serde buffer the whole object
-/// before it knows the variant; this bench's first figures, 2026-11-24, were taken that way and put
-/// JSON at twice its cost.)
+/// before it knows the variant; this bench's first figures, 2026-11-24, were taken that way: see
+/// benches/results/2026-11-24-protobuf-pods.md.)
 fn json_lines() -> Vec<String> {
     let list: serde_json::Value = serde_json::from_str(PODS_JSON).expect("fixture");
     list["items"]

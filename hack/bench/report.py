@@ -1,0 +1,97 @@
+"""Figures into markdown: percentiles, the request rows from the audit log's counts, one table per
+workload and QPS pair, and the text that `--append` adds to a file or `--out` writes to a new one.
+Pure functions; nothing here talks to a cluster."""
+import os
+
+
+def percentile(xs, p):
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def request_figures(counts):
+    """The table's request rows from audit_requests' breakdown. Event writes queue behind the
+    controller's own requests at its token bucket and many are still queued when a busy run ends: how
+    many made it into the window says when the process was stopped, not what it would send, so they
+    are counted apart. Conflicts (409) are writes sent with a resourceVersion the object had already
+    left behind, each one retried: kcm-rs plans one write per object per sync where upstream's later
+    writes in a sync reuse a stale version (crates/deployment's docs)."""
+    if counts is None:
+        return dict(requests=None, event_writes=None, conflicts=None, by_kind=None)
+    return dict(requests=sum(counts.values()),
+                event_writes=sum(n for (verb, res, _), n in counts.items()
+                                 if res == "events" and verb in ("create", "patch")),
+                conflicts=sum(n for (_, _, code), n in counts.items() if code == 409),
+                by_kind={f"{verb} {res} {code}": n for (verb, res, code), n in counts.items()})
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.3f}{unit}" if v < 1 else f"{v:.1f}{unit}"
+    return f"{v}{unit}"
+
+
+def ratio(a, b):
+    return f"{b / a:.2f}" if a and b is not None else "–"
+
+
+def table(title, latency, qps, burst, up, rs, level=4):
+    """One workload at one QPS pair: `up` and `rs` are the two runs' figures (run_one's dicts),
+    `title` the workload's description, `latency` what its event -> action figure measures."""
+    rows = [
+        ("converge (s)", up["converge"], rs["converge"]),
+        (f"event -> action p50 (s) [{latency}]", up["p50"], rs["p50"]),
+        ("event -> action p99 (s)", up["p99"], rs["p99"]),
+        ("CPU user+sys (s)", up["cpu"], rs["cpu"]),
+        ("peak RSS (MiB)", up["rss"], rs["rss"]),
+        ("API requests", up["requests"], rs["requests"]),
+        ("of which event writes (still queued at the end of a busy run)", up["event_writes"], rs["event_writes"]),
+        ("of which conflicts (409, written from a stale resourceVersion)", up["conflicts"], rs["conflicts"]),
+    ]
+    out = [f"{'#' * level} {title} (qps {qps}, burst {burst})", "",
+           "| | upstream KCM | kcm-rs | kcm-rs / upstream |", "| --- | --- | --- | --- |"]
+    for name, a, b in rows:
+        out.append(f"| {name} | {fmt(a)} | {fmt(b)} | {ratio(a, b)} |")
+    out.append(f"| latency samples | {up['samples']} | {rs['samples']} | |")
+    out.append(f"| the runner's watch gaps (events lost, samples with them) | {up['watch_gaps']} | {rs['watch_gaps']} | |")
+    out += requests_by_kind(up["by_kind"], rs["by_kind"])
+    return "\n".join(out) + "\n"
+
+
+def requests_by_kind(up, rs):
+    """Every request of both runs by verb, resource and answer, folded under the table: where the
+    totals differ, this says which requests make the difference."""
+    if up is None or rs is None:
+        return []
+    out = ["", "<details><summary>API requests by verb, resource and answer code</summary>", "",
+           "| request | upstream KCM | kcm-rs |", "| --- | --- | --- |"]
+    for kind in sorted(set(up) | set(rs)):
+        out.append(f"| {kind} | {up.get(kind, 0)} | {rs.get(kind, 0)} |")
+    return out + ["", "</details>"]
+
+
+def appended(heading, runs):
+    """What `--append` adds to a markdown file: the pass as a level-3 heading, then each run's table.
+    `runs` holds table()'s positional arguments, one tuple per workload and QPS pair."""
+    return f"\n### {heading}\n\n" + "".join(table(*run) + "\n" for run in runs)
+
+
+def results_file(heading, command, runs):
+    """What `--out` writes, a file of its own as in benches/results/: the pass as its title, the
+    command that ran it, then each run's table one level down."""
+    return f"# {heading}\n\n`{command}`\n\n" + "\n".join(table(*run, level=2) for run in runs)
+
+
+def unused_path(path):
+    """`path`, or, when a file is there already (a second pass the same day), the first of
+    `<stem>-2<ext>`, `<stem>-3<ext>`, ... that is free: a pass never overwrites another."""
+    stem, ext = os.path.splitext(path)
+    n = 1
+    while os.path.exists(path):
+        n += 1
+        path = f"{stem}-{n}{ext}"
+    return path
