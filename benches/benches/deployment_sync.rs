@@ -14,7 +14,7 @@ use std::{collections::HashMap, hint::black_box, sync::Arc};
 
 use controller::testing::pod;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use deployment::{Decision, SyncInput, hash::compute_hash, plan_sync};
+use deployment::{Decision, SyncInput, compute_hash, plan_sync};
 use k8s_openapi::{
     api::{
         apps::v1::{Deployment, ReplicaSet},

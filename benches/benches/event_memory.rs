@@ -5,8 +5,8 @@
 //! The events are a controller's "Created pod: <name>" about objects of one namespace, fed through
 //! the correlator as the writer feeds it.
 
-use controller::event_correlator::{CACHE_ENTRIES, Correlator};
 use controller::events::EventRecord;
+use controller::events::{CACHE_ENTRIES, Correlator};
 use k8s_openapi::api::core::v1::ObjectReference;
 use tokio::time::Instant;
 
@@ -32,7 +32,7 @@ fn event(owner: usize, pod: usize) -> EventRecord {
             ..ObjectReference::default()
         },
         type_: "Normal",
-        reason: "SuccessfulCreate",
+        reason: "SuccessfulCreate".into(),
         message: format!("Created pod: {name}-{pod:05}"),
     }
 }

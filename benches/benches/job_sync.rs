@@ -13,7 +13,7 @@ use std::{collections::BTreeMap, hint::black_box, sync::Arc};
 
 use controller::testing::pod;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use job::{Decision, SyncInput, backoff::BackoffRecord, plan_sync, spec::JOB_TRACKING_FINALIZER};
+use job::{BackoffRecord, Decision, JOB_TRACKING_FINALIZER, SyncInput, plan_sync};
 use k8s_openapi::{
     api::{
         batch::v1::{

@@ -12,7 +12,7 @@ use controller::CompactPod;
 use informer::protobuf::ProtobufObject as _;
 use informer::{
     ObjectKey, Store,
-    store::{CONTROLLER_UID_INDEX, NAMESPACE_INDEX, controller_uid_index, namespace_index},
+    store::{NAMESPACE_INDEX, namespace_index},
 };
 use k8s_openapi::api::core::v1::Pod;
 use kcm_rs_benches::{pod_json, web_pod_json, web_pod_protobuf};
@@ -33,7 +33,7 @@ where
     let inputs = inputs();
     let store: Store<K> = Store::new();
     store.add_index(NAMESPACE_INDEX, namespace_index());
-    store.add_index(CONTROLLER_UID_INDEX, controller_uid_index());
+    store.add_index(controller::OWNER_INDEX, controller::owner_index());
     for input in &inputs {
         let pod = decode(input);
         store.upsert(ObjectKey::of(&pod), pod.into());

@@ -3,47 +3,22 @@
 //! many, with the deletion ranking over all of them).
 
 use controller::compact_pod::Pod;
-use std::{collections::BTreeMap, hint::black_box, sync::Arc};
+use std::{hint::black_box, sync::Arc};
 
-use controller::testing::pod;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use k8s_openapi::{
-    api::{
-        apps::v1::{ReplicaSet, ReplicaSetSpec},
-        core::v1::PodTemplateSpec,
-    },
-    apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta},
-    jiff::Timestamp,
-};
+use k8s_openapi::{api::apps::v1::ReplicaSet, jiff::Timestamp};
 use replicaset::{BURST_REPLICAS, SyncInput, plan_sync};
+use testing::{pod, replica_set};
 
 fn rs(replicas: i32) -> ReplicaSet {
-    let labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
-    ReplicaSet {
-        metadata: ObjectMeta {
-            namespace: Some("ns".into()),
-            name: Some("web".into()),
-            uid: Some("rs-uid".into()),
-            generation: Some(1),
-            ..ObjectMeta::default()
-        },
-        spec: Some(ReplicaSetSpec {
-            replicas: Some(replicas),
-            selector: LabelSelector {
-                match_labels: Some(labels.clone()),
-                ..LabelSelector::default()
-            },
-            template: Some(PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels),
-                    ..ObjectMeta::default()
-                }),
-                spec: None,
-            }),
-            min_ready_seconds: Some(0),
-        }),
-        status: None,
-    }
+    replica_set("web")
+        .uid("rs-uid")
+        .generation(1)
+        .replicas(replicas)
+        .selector("app", "web")
+        .template_label("app", "web")
+        .min_ready_seconds(0)
+        .build()
 }
 
 /// `n` ready pods of the ReplicaSet spread over 50 nodes, of varied age and readiness time.

@@ -6,7 +6,7 @@ use std::{hint::black_box, sync::Arc};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use informer::{
     LabelMatcher, Lister, ObjectKey, Store,
-    store::{CONTROLLER_UID_INDEX, NAMESPACE_INDEX, controller_uid_index, namespace_index},
+    store::{NAMESPACE_INDEX, namespace_index},
 };
 
 use kcm_rs_benches::pods;
@@ -15,7 +15,7 @@ use kcm_rs_benches::pods;
 fn filled(n: usize) -> (Store<Pod>, Vec<(ObjectKey, Arc<Pod>)>) {
     let store = Store::new();
     store.add_index(NAMESPACE_INDEX, namespace_index());
-    store.add_index(CONTROLLER_UID_INDEX, controller_uid_index());
+    store.add_index(controller::OWNER_INDEX, controller::owner_index());
     let entries: Vec<_> = pods(n, 100, n / 10)
         .into_iter()
         .map(|p| (ObjectKey::of(&*p), p))
@@ -57,7 +57,7 @@ fn bench(c: &mut Criterion) {
                 i += 1;
                 black_box(
                     store
-                        .by_index(CONTROLLER_UID_INDEX, &format!("owner-{}", i % (n / 10)))
+                        .by_index(controller::OWNER_INDEX, &format!("owner-{}", i % (n / 10)))
                         .unwrap(),
                 );
             });

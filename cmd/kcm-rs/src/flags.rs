@@ -2,19 +2,19 @@
 
 use std::{ffi::OsString, path::PathBuf, time::Duration};
 
-use clap::{ArgAction, CommandFactory as _, Parser, ValueEnum, error::ErrorKind};
+use clap::{ArgAction, CommandFactory as _, FromArgMatches as _, Parser, ValueEnum, error::ErrorKind};
 use controller::features::{FeatureGates, Setting};
 
-use crate::{controllers::DEFAULT_CONTROLLERS, duration::go_duration};
+use crate::duration::go_duration;
 
+/// KCM's `--controllers` default: every controller that is enabled by default.
+pub const DEFAULT_CONTROLLERS: &str = "*";
 /// KCM's `--concurrent-*-syncs` default.
 pub const DEFAULT_CONCURRENT_SYNCS: usize = 5;
 /// KCM's `--kube-api-qps` default (controller-manager specific; client-go's is 5).
 pub const DEFAULT_KUBE_API_QPS: f64 = 20.0;
 /// KCM's `--kube-api-burst` default.
 pub const DEFAULT_KUBE_API_BURST: u32 = 30;
-/// KCM's `--secure-port` default.
-pub const DEFAULT_SECURE_PORT: u16 = 10257;
 /// KCM's `--kube-api-content-type` default (component-base `ClientConnectionConfiguration`).
 pub const DEFAULT_KUBE_API_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
 /// KCM's `--min-resync-period` default (component-base `GenericControllerManagerConfiguration`).
@@ -73,10 +73,8 @@ pub struct Args {
     #[arg(long, value_name = "URL", help_heading = "Generic flags")]
     pub master: Option<String>,
 
-    /// A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the
-    /// controller named 'foo', '-foo' disables the controller named 'foo'. The first item for a
-    /// particular name wins. All controllers: deployment-controller, job-controller,
-    /// replicaset-controller (aliases deployment, job, replicaset).
+    /// A list of controllers to enable (`main` replaces this text with one listing the controllers
+    /// the binary registers).
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_CONTROLLERS, help_heading = "Generic flags")]
     pub controllers: Vec<String>,
 
@@ -228,18 +226,29 @@ fn gate_list(s: &str) -> Result<GateList, controller::features::FeatureGateError
 
 impl Args {
     /// The command line, with `--feature-gates` resolved; on an error, prints it and exits 2.
-    pub fn parse_flags() -> Self {
-        Self::try_parse_flags_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
+    /// `controllers_help` is `--controllers`' text, which lists the controllers the binary registers.
+    pub fn parse_flags(controllers_help: String) -> Self {
+        let command = Self::command().mut_arg("controllers", |a| a.help(controllers_help));
+        Self::try_parse_with(command, std::env::args_os()).unwrap_or_else(|e| e.exit())
     }
 
     /// Parses `args`, then resolves every `--feature-gates` occurrence in order into
     /// [`Args::feature_gates`] (dependencies between gates can only be checked on the whole list).
+    #[cfg(test)]
     pub fn try_parse_flags_from<I, T>(args: I) -> Result<Self, clap::Error>
     where
         I: IntoIterator<Item = T>,
         T: Into<OsString> + Clone,
     {
-        let mut a = Self::try_parse_from(args)?;
+        Self::try_parse_with(Self::command(), args)
+    }
+
+    fn try_parse_with<I, T>(command: clap::Command, args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let mut a = Self::from_arg_matches(&command.try_get_matches_from(args)?)?;
         let settings: Vec<Setting> = a
             .feature_gate_settings
             .iter()

@@ -23,30 +23,27 @@ mod server;
 mod serving_flags;
 mod transport;
 
-use std::{future::Future, process::ExitCode, sync::Arc, time::Duration};
+use std::{process::ExitCode, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use client::{Clients, LEADER_ELECTION, SHARED_INFORMERS};
-use controller::shadow::ShadowState;
-use deployment::{DeploymentController, DeploymentOptions};
-use flags::{Args, ContentType, LeaderElectMode, LoggingFormat, ShadowPerturbation};
+use controller::{Started, shadow::ShadowState};
+use controllers::StartContext;
+use flags::{Args, ContentType, LeaderElectMode, LoggingFormat};
 use informer::SharedInformerFactory;
-use job::{JobController, JobOptions};
 use leaderelection::{LeaderElectionConfig, LeaderElector, LeaderForLife};
 use metrics::{ControllerLabel, Metrics, NameLabel};
 use rand::Rng as _;
-use replicaset::{ReplicaSetController, ReplicaSetOptions};
 use server::Health;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// Controllers this build implements.
-const IMPLEMENTED: &[&str] = &["deployment-controller", "job-controller", "replicaset-controller"];
 /// How long in-flight syncs may take to finish after SIGTERM/SIGINT (a lost lease does not wait).
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = Args::parse_flags();
+    let args = Args::parse_flags(controllers::help());
     init_logging(&args);
     // The crash points named in FAILPOINTS (e2e builds only; see job::failpoints).
     #[cfg(feature = "failpoints")]
@@ -79,205 +76,63 @@ fn init_logging(args: &Args) {
     }
 }
 
+/// kube-controller-manager's start-up, step by step: connect, serve, elect, start the controllers,
+/// lead until stopped, shut down.
 async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let enabled = controllers::enabled_controllers(&args.controllers)?;
     controllers::check_gates(&enabled, &args.feature_gates)?;
-    let config = client::config(&args).await?;
-    let server_url = config.cluster_url.clone();
-    let config_for_delegation = config.clone();
-    let clients = Clients::new(config, args.kube_api_qps, args.kube_api_burst, args.shadow)?;
-    let informer_client = clients.client_for(SHARED_INFORMERS)?;
-    let version = informer_client
-        .apiserver_version()
-        .await
-        .with_context(|| format!("cannot reach the API server at {server_url}"))?;
-    tracing::info!(server = %server_url, version = %version.git_version, "connected");
-    let missing: Vec<_> = enabled.iter().filter(|c| !IMPLEMENTED.contains(c)).collect();
-    if !missing.is_empty() {
-        tracing::warn!(
-            ?missing,
-            "requested controllers that this build does not implement yet; not running them"
-        );
-    }
-
+    let (clients, delegation) = connect(&args).await?;
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
-    let shadow = args.shadow.then(|| {
-        let counter = metrics.shadow_divergences.clone();
-        Arc::new(ShadowState::new(args.shadow_settle_time, move |d| {
-            counter
-                .get_or_create(&ControllerLabel {
-                    controller: d.controller.clone(),
-                })
-                .inc();
-        }))
-    });
+    let shadow = args.shadow.then(|| shadow_state(&args, &metrics));
     let cancel = CancellationToken::new();
     tokio::spawn(cancel_on_signal(cancel.clone()));
     let server_cancel = CancellationToken::new();
-    let delegation = client::delegation_clients(&args, &config_for_delegation).await?;
-    let server = match args.serving.config(&delegation) {
-        Some(c) => {
-            let bound = secure_serving::SecureServer::bind(c).await?;
-            Some(tokio::spawn(server::serve(
-                bound,
-                health.clone(),
-                metrics.clone(),
-                shadow.clone(),
-                server_cancel.clone(),
-            )))
-        }
-        None => None,
-    };
+    let server = serve(
+        &args,
+        &delegation,
+        &health,
+        &metrics,
+        shadow.as_ref(),
+        &server_cancel,
+    )
+    .await?;
 
     let identity = identity();
     tracing::info!(%identity, "identity");
-    // Leader election. Shadow mode writes nothing, not even a lease, so it runs without one.
-    let elector = if args.leader_elect && !args.shadow {
-        match args.leader_elect_mode {
-            LeaderElectMode::Lease => {
-                let mut cfg = LeaderElectionConfig::new(
-                    &args.leader_elect_resource_namespace,
-                    &args.leader_elect_resource_name,
-                    identity.clone(),
-                );
-                cfg.lease_duration = args.leader_elect_lease_duration;
-                cfg.renew_deadline = args.leader_elect_renew_deadline;
-                cfg.retry_period = args.leader_elect_retry_period;
-                cfg.release_on_cancel = args.leader_elect_release_on_cancel;
-                let client = clients.client_for(LEADER_ELECTION)?;
-                let e = Arc::new(LeaderElector::new(client, cfg).context("leader election flags")?);
-                health.set_elector(e.clone());
-                if !e.acquire(&cancel).await {
-                    return Ok(ExitCode::SUCCESS);
-                }
-                Some(e)
-            }
-            LeaderElectMode::ForLife => {
-                let client = clients.client_for(LEADER_ELECTION)?;
-                let lock = LeaderForLife::from_env(client, &args.leader_elect_resource_name)?;
-                if !lock.become_leader(&cancel).await? {
-                    return Ok(ExitCode::SUCCESS);
-                }
-                None
-            }
-        }
-    } else {
-        if args.shadow && args.leader_elect {
-            tracing::info!("shadow mode: running without leader election");
-        }
-        None
+    let Some(leader) = elect(&args, &clients, &health, &identity, &cancel).await? else {
+        return Ok(ExitCode::SUCCESS);
     };
-    // leader_election_master_status exists only where there is an election, as in KCM.
-    let elected = args.leader_elect && !args.shadow;
-    let leader_status = |v: i64| {
-        if elected {
-            let label = NameLabel {
-                name: args.leader_elect_resource_name.clone(),
-            };
-            metrics.leader.get_or_create(&label).set(v);
-        }
-    };
-    leader_status(1);
+    let leader_status = LeaderStatus::new(&args, &metrics);
+    leader_status.set(1);
 
-    // Controllers, on shared informers.
     let controllers_cancel = CancellationToken::new();
-    let mut factory = SharedInformerFactory::new(informer_client)
-        .with_namespaces(args.namespaces.clone())
-        .with_metrics(Arc::new(metrics.clone()));
-    if args.kube_api_content_type == ContentType::Protobuf {
-        // Pods are most of what the informers receive; the other kinds stay on JSON.
-        factory = factory.with_protobuf::<controller::CompactPod>();
-    }
-    // KCM draws the factory's resync period once, between 1x and 2x --min-resync-period.
-    let resync_period = flags::resync_period(args.min_resync_period, rand::rng().random::<f64>());
-    let mut running = Vec::new();
-    let start = Starter {
-        health: &health,
-        cancel: &controllers_cancel,
+    let factory = informer_factory(&args, &clients, &metrics)?;
+    let cx = StartContext {
+        args: &args,
+        factory: &factory,
+        clients: &clients,
+        metrics: &metrics,
+        identity: &identity,
+        // KCM draws the factory's resync period once, between 1x and 2x --min-resync-period.
+        resync_period: flags::resync_period(args.min_resync_period, rand::rng().random::<f64>()),
         shadow: shadow.as_ref(),
+        cancel: &controllers_cancel,
     };
-    if enabled.contains(&"replicaset-controller") {
-        let client = clients.client_for("replicaset-controller")?;
-        let options = ReplicaSetOptions {
-            workers: args.concurrent_replicaset_syncs,
-            ignore_min_ready_seconds: args.shadow_perturb == Some(ShadowPerturbation::IgnoreMinReadySeconds),
-            instance: identity.clone(),
-            features: args.feature_gates,
-            resync_period,
-            ..ReplicaSetOptions::default()
-        };
-        running.push(start.run(
-            |s| ReplicaSetController::shadow(&factory, client.clone(), s, options.clone(), &metrics),
-            || ReplicaSetController::new(&factory, client.clone(), options.clone(), &metrics),
-        ));
-        tracing::info!(shadow = args.shadow, "started replicaset-controller");
-    }
-    if enabled.contains(&"deployment-controller") {
-        let client = clients.client_for("deployment-controller")?;
-        let options = DeploymentOptions {
-            workers: args.concurrent_deployment_syncs,
-            instance: identity.clone(),
-            resync_period,
-            ignore_paused: args.shadow_perturb == Some(ShadowPerturbation::IgnorePaused),
-            features: args.feature_gates,
-        };
-        running.push(start.run(
-            |s| DeploymentController::shadow(&factory, client.clone(), s, options.clone(), &metrics),
-            || DeploymentController::new(&factory, client.clone(), options.clone(), &metrics),
-        ));
-        tracing::info!(shadow = args.shadow, "started deployment-controller");
-    }
-    if enabled.contains(&"job-controller") {
-        let client = clients.client_for("job-controller")?;
-        let options = JobOptions {
-            workers: args.concurrent_job_syncs,
-            instance: identity.clone(),
-            stale_controller_consistency: args.feature_gates.stale_controller_consistency_job,
-            suspend_clears_start_time: args
-                .feature_gates
-                .mutable_scheduling_directives_for_suspended_jobs,
-            resync_period,
-            ignore_suspend: args.shadow_perturb == Some(ShadowPerturbation::IgnoreSuspend),
-        };
-        running.push(start.run(
-            |s| JobController::shadow(&factory, client.clone(), s, options.clone(), &metrics),
-            || {
-                JobController::new(
-                    &factory,
-                    client.clone(),
-                    options.clone(),
-                    &metrics,
-                    metrics.job_metrics(),
-                )
-            },
-        ));
-        tracing::info!(shadow = args.shadow, "started job-controller");
+    let running = controllers::start(&enabled, &cx)?;
+    for c in &running {
+        let synced = c.synced.clone();
+        health.add_controller(c.name, move || synced());
     }
     if running.is_empty() {
-        tracing::warn!(implemented = ?IMPLEMENTED, "no implemented controller is enabled; idling until stopped");
+        tracing::warn!("no controller is enabled; idling until stopped");
     }
     factory.start(&controllers_cancel);
 
-    match &elector {
-        Some(e) => {
-            if let Err(lost) = e.keep_leading(&cancel).await {
-                // Another replica may lead already: not one more write, not even a drain (KCM:
-                // OnStoppedLeading, klog.FlushAndExit(…, 1)). Log lines are written unbuffered.
-                tracing::error!("{lost}; exiting without draining the queues");
-                std::process::exit(1);
-            }
-        }
-        None => cancel.cancelled().await,
-    }
-    tracing::info!("stopping controllers");
-    controllers_cancel.cancel();
-    let drained = tokio::time::timeout(SHUTDOWN_TIMEOUT, futures::future::join_all(running)).await;
-    if drained.is_err() {
-        tracing::warn!(timeout = ?SHUTDOWN_TIMEOUT, "in-flight syncs did not finish in time");
-    }
-    leader_status(0);
-    if let Some(e) = &elector
+    lead(&leader, &cancel).await;
+    shut_down(running, &controllers_cancel).await;
+    leader_status.set(0);
+    if let Leader::Lease(e) = &leader
         && e.config().release_on_cancel
     {
         e.release().await;
@@ -293,72 +148,170 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A controller as `main` runs it: a name for its health check, a sync state, and its workers.
-trait Runnable: Send + Sync + 'static {
-    const NAME: &'static str;
-    fn synced(&self) -> bool;
-    fn start(self: Arc<Self>, cancel: CancellationToken) -> impl Future<Output = ()> + Send + 'static;
+/// The controllers' clients (each with its own rate limits, one shared connection) and the clients
+/// delegated authentication and authorization go through, after checking that the API server answers.
+async fn connect(args: &Args) -> anyhow::Result<(Clients, serving_flags::DelegationClients)> {
+    let config = client::config(args).await?;
+    let server_url = config.cluster_url.clone();
+    let clients = Clients::new(
+        config.clone(),
+        args.kube_api_qps,
+        args.kube_api_burst,
+        args.shadow,
+    )?;
+    let version = clients
+        .client_for(SHARED_INFORMERS)?
+        .apiserver_version()
+        .await
+        .with_context(|| format!("cannot reach the API server at {server_url}"))?;
+    tracing::info!(server = %server_url, version = %version.git_version, "connected");
+    let delegation = client::delegation_clients(args, &config).await?;
+    Ok((clients, delegation))
 }
 
-impl<P: controller::PodControl> Runnable for ReplicaSetController<P> {
-    const NAME: &'static str = replicaset::controller::COMPONENT;
-    fn synced(&self) -> bool {
-        self.has_synced()
-    }
-    fn start(self: Arc<Self>, cancel: CancellationToken) -> impl Future<Output = ()> + Send + 'static {
-        self.run(cancel)
-    }
+/// Shadow mode's record of disagreements, each counted in `kcm_rs_shadow_divergences_total`.
+fn shadow_state(args: &Args, metrics: &Metrics) -> Arc<ShadowState> {
+    let counter = metrics.shadow_divergences.clone();
+    Arc::new(ShadowState::new(args.shadow_settle_time, move |d| {
+        counter
+            .get_or_create(&ControllerLabel {
+                controller: d.controller.clone(),
+            })
+            .inc();
+    }))
 }
 
-impl Runnable for DeploymentController {
-    const NAME: &'static str = deployment::controller::COMPONENT;
-    fn synced(&self) -> bool {
-        self.has_synced()
-    }
-    fn start(self: Arc<Self>, cancel: CancellationToken) -> impl Future<Output = ()> + Send + 'static {
-        self.run(cancel)
-    }
+/// Starts the HTTPS endpoints unless `--secure-port=0`.
+async fn serve(
+    args: &Args,
+    delegation: &serving_flags::DelegationClients,
+    health: &Arc<Health>,
+    metrics: &Metrics,
+    shadow: Option<&Arc<ShadowState>>,
+    cancel: &CancellationToken,
+) -> anyhow::Result<Option<JoinHandle<Result<(), secure_serving::ServingError>>>> {
+    let Some(config) = args.serving.config(delegation) else {
+        return Ok(None);
+    };
+    let bound = secure_serving::SecureServer::bind(config).await?;
+    Ok(Some(tokio::spawn(server::serve(
+        bound,
+        health.clone(),
+        metrics.clone(),
+        shadow.cloned(),
+        cancel.clone(),
+    ))))
 }
 
-impl<P: controller::PodControl> Runnable for JobController<P> {
-    const NAME: &'static str = job::controller::COMPONENT;
-    fn synced(&self) -> bool {
-        self.has_synced()
-    }
-    fn start(self: Arc<Self>, cancel: CancellationToken) -> impl Future<Output = ()> + Send + 'static {
-        self.run(cancel)
-    }
+/// How this process leads once [`elect`] returns.
+enum Leader {
+    /// Under a lease the elector keeps renewing.
+    Lease(Arc<LeaderElector>),
+    /// With nothing to renew: no election, shadow mode, or a leader-for-life lock.
+    Unchallenged,
 }
 
-/// Adds the controller's health check and starts its workers.
-/// Starts each controller live, or read-only in shadow mode, the same way.
-struct Starter<'a> {
-    health: &'a Health,
-    cancel: &'a CancellationToken,
-    shadow: Option<&'a Arc<ShadowState>>,
-}
-
-impl Starter<'_> {
-    fn run<S: Runnable, L: Runnable>(
-        &self,
-        shadowed: impl FnOnce(Arc<ShadowState>) -> S,
-        live: impl FnOnce() -> L,
-    ) -> tokio::task::JoinHandle<()> {
-        match self.shadow {
-            Some(state) => spawn_controller(self.health, Arc::new(shadowed(state.clone())), self.cancel),
-            None => spawn_controller(self.health, Arc::new(live()), self.cancel),
+/// Waits to lead; `None` when stopped first. Shadow mode writes nothing, not even a lease.
+async fn elect(
+    args: &Args,
+    clients: &Clients,
+    health: &Health,
+    identity: &str,
+    cancel: &CancellationToken,
+) -> anyhow::Result<Option<Leader>> {
+    if !args.leader_elect || args.shadow {
+        if args.shadow && args.leader_elect {
+            tracing::info!("shadow mode: running without leader election");
+        }
+        return Ok(Some(Leader::Unchallenged));
+    }
+    let client = clients.client_for(LEADER_ELECTION)?;
+    match args.leader_elect_mode {
+        LeaderElectMode::Lease => {
+            let mut cfg = LeaderElectionConfig::new(
+                &args.leader_elect_resource_namespace,
+                &args.leader_elect_resource_name,
+                identity.to_owned(),
+            );
+            cfg.lease_duration = args.leader_elect_lease_duration;
+            cfg.renew_deadline = args.leader_elect_renew_deadline;
+            cfg.retry_period = args.leader_elect_retry_period;
+            cfg.release_on_cancel = args.leader_elect_release_on_cancel;
+            let e = Arc::new(LeaderElector::new(client, cfg).context("leader election flags")?);
+            health.set_elector(e.clone());
+            Ok(e.acquire(cancel).await.then_some(Leader::Lease(e)))
+        }
+        LeaderElectMode::ForLife => {
+            let lock = LeaderForLife::from_env(client, &args.leader_elect_resource_name)?;
+            Ok(lock.become_leader(cancel).await?.then_some(Leader::Unchallenged))
         }
     }
 }
 
-fn spawn_controller<C: Runnable>(
-    health: &Health,
-    c: Arc<C>,
-    cancel: &CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    let synced = c.clone();
-    health.add_controller(C::NAME, move || synced.synced());
-    tokio::spawn(c.start(cancel.clone()))
+/// `leader_election_master_status`, which exists only where there is an election, as in KCM.
+struct LeaderStatus<'a> {
+    metrics: &'a Metrics,
+    name: Option<NameLabel>,
+}
+
+impl<'a> LeaderStatus<'a> {
+    fn new(args: &Args, metrics: &'a Metrics) -> Self {
+        let elected = args.leader_elect && !args.shadow;
+        let name = elected.then(|| NameLabel {
+            name: args.leader_elect_resource_name.clone(),
+        });
+        Self { metrics, name }
+    }
+
+    fn set(&self, v: i64) {
+        if let Some(label) = &self.name {
+            self.metrics.leader.get_or_create(label).set(v);
+        }
+    }
+}
+
+/// The shared informers every controller reads through; pods in protobuf unless told otherwise.
+fn informer_factory(
+    args: &Args,
+    clients: &Clients,
+    metrics: &Metrics,
+) -> anyhow::Result<SharedInformerFactory> {
+    let mut factory = SharedInformerFactory::new(clients.client_for(SHARED_INFORMERS)?)
+        .with_namespaces(args.namespaces.clone())
+        .with_metrics(Arc::new(metrics.clone()));
+    if args.kube_api_content_type == ContentType::Protobuf {
+        // Pods are most of what the informers receive; the other kinds stay on JSON.
+        factory = factory.with_protobuf::<controller::CompactPod>();
+    }
+    Ok(factory)
+}
+
+/// Leads until SIGTERM/SIGINT. A lost lease exits at once: another replica may lead already, so
+/// not one more write, not even a drain (KCM: `OnStoppedLeading`, `klog.FlushAndExit(…, 1)`); log
+/// lines are written unbuffered.
+async fn lead(leader: &Leader, cancel: &CancellationToken) {
+    match leader {
+        Leader::Lease(e) => {
+            if let Err(lost) = e.keep_leading(cancel).await {
+                tracing::error!("{lost}; exiting without draining the queues");
+                std::process::exit(1);
+            }
+        }
+        Leader::Unchallenged => cancel.cancelled().await,
+    }
+}
+
+/// Stops the controllers and waits for their in-flight syncs, at most [`SHUTDOWN_TIMEOUT`].
+async fn shut_down(running: Vec<Started>, cancel: &CancellationToken) {
+    tracing::info!("stopping controllers");
+    cancel.cancel();
+    let tasks = running.into_iter().map(|c| c.task);
+    if tokio::time::timeout(SHUTDOWN_TIMEOUT, futures::future::join_all(tasks))
+        .await
+        .is_err()
+    {
+        tracing::warn!(timeout = ?SHUTDOWN_TIMEOUT, "in-flight syncs did not finish in time");
+    }
 }
 
 /// `hostname_<random>`, as kube-controller-manager builds its identity (hostname plus a UUID).

@@ -6,7 +6,8 @@ use std::{
     time::Duration,
 };
 
-use informer::{MetricsProvider, QueueMetrics, ReflectorMetrics, SyncMetrics};
+use controller::{ControllerMetrics, SyncMetrics};
+use informer::{MetricsProvider, QueueMetrics, ReflectorMetrics};
 use parking_lot::Mutex;
 use prometheus_client::{
     encoding::{EncodeLabelSet, text::encode},
@@ -78,6 +79,7 @@ pub struct Metrics {
     sync_duration: Hist<SyncLabel>,
     deletion_age_ratio: Histogram,
     stale_skips: Family<GroupResourceLabel, Counter>,
+    job_stale_skips: Family<GroupResourceLabel, Counter>,
     sync_panics: Family<ControllerLabel, Counter>,
     /// `leader_election_master_status{name}`: 1 while this instance leads.
     pub leader: Family<NameLabel, Gauge>,
@@ -111,6 +113,7 @@ impl Metrics {
             // Upstream's buckets for replicaset_controller_sorting_deletion_age_ratio.
             deletion_age_ratio: Histogram::new([0.25, 0.5, 1.0, 2.0, 4.0, 8.0]),
             stale_skips: Family::default(),
+            job_stale_skips: Family::default(),
             sync_panics: Family::default(),
             leader: Family::default(),
             shadow_divergences: Family::default(),
@@ -186,6 +189,11 @@ impl Metrics {
             "replicaset_controller_stale_sync_skips",
             "Number of times the ReplicaSet controller skipped a sync due to stale informer data",
             m.stale_skips.clone(),
+        );
+        r.register(
+            "job_controller_stale_sync_skips",
+            "Syncs of a Job skipped because an informer had not yet seen this controller's own write",
+            m.job_stale_skips.clone(),
         );
         r.register(
             "kcm_rs_controller_sync_panics",
@@ -299,15 +307,18 @@ impl SyncMetrics for Sync {
             .get_or_create(&label)
             .observe(elapsed.as_secs_f64());
     }
-    fn sorting_deletion_age_ratio(&self, ratio: f64) {
-        self.m.deletion_age_ratio.observe(ratio);
-    }
+    /// Upstream exports the skips per controller, under each controller's subsystem.
     fn stale_sync_skip(&self, group: &str, resource: &str) {
+        let family = match self.controller.as_str() {
+            replicaset::QUEUE_NAME => &self.m.stale_skips,
+            job::QUEUE_NAME => &self.m.job_stale_skips,
+            _ => return,
+        };
         let label = GroupResourceLabel {
             group: group.into(),
             resource: resource.into(),
         };
-        self.m.stale_skips.get_or_create(&label).inc();
+        family.get_or_create(&label).inc();
     }
     fn panic(&self) {
         let label = ControllerLabel {
@@ -342,11 +353,20 @@ impl MetricsProvider for Metrics {
             },
         })
     }
+}
+
+impl ControllerMetrics for Metrics {
     fn sync_metrics(&self, controller: &str) -> Arc<dyn SyncMetrics> {
         Arc::new(Sync {
             m: self.clone(),
             controller: controller.into(),
         })
+    }
+}
+
+impl replicaset::ReplicaSetMetrics for Metrics {
+    fn sorting_deletion_age_ratio(&self, ratio: f64) {
+        self.deletion_age_ratio.observe(ratio);
     }
 }
 

@@ -13,6 +13,8 @@ use secure_serving::{Config, DEFAULT_ALWAYS_ALLOW_PATHS, authn::ClientCaSource};
 
 use crate::duration::go_duration;
 
+/// KCM's `--secure-port` default.
+pub const DEFAULT_SECURE_PORT: u16 = 10257;
 /// QPS and burst of the clients that send TokenReviews and SubjectAccessReviews (k8s.io/apiserver
 /// gives its delegating clients 200/400, apart from `--kube-api-qps`).
 pub const DELEGATION_QPS: f64 = 200.0;
@@ -25,7 +27,7 @@ pub struct ServingFlags {
     pub bind_address: IpAddr,
 
     /// The port on which to serve HTTPS with authentication and authorization. 0 disables serving.
-    #[arg(long, default_value_t = crate::flags::DEFAULT_SECURE_PORT, help_heading = "Secure serving flags")]
+    #[arg(long, default_value_t = DEFAULT_SECURE_PORT, help_heading = "Secure serving flags")]
     pub secure_port: u16,
 
     /// The directory where the self-signed certificate is written (kcm-rs.crt, kcm-rs.key) and reused

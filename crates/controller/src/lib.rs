@@ -8,35 +8,44 @@
 //! of a write's answer) are the executors' building blocks.
 #![forbid(unsafe_code)]
 
-pub mod claim;
-pub mod clock;
+mod claim;
+mod clock;
 pub mod compact_pod;
-pub mod consistency;
-pub mod errors;
-pub mod event_correlator;
+mod consistency;
+mod errors;
 pub mod events;
-pub mod expectations;
+mod expectations;
 pub mod features;
-pub mod index;
-pub mod pod_control;
+mod metrics;
+mod owners;
+mod pod_control;
 pub mod pod_util;
-pub mod ranking;
-pub mod ref_manager;
+mod ranking;
+mod ref_manager;
 pub mod shadow;
-pub mod slow_start;
-pub mod status_writer;
+mod skeleton;
+mod slow_start;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub mod worker;
+mod worker;
 pub mod writes;
 
+pub use claim::{ClaimOutcome, ClaimWrites, PodClaims, execute_claims, recheck_owner};
 pub use clock::{Clock, SystemClock};
 pub use compact_pod::Pod as CompactPod;
-pub use errors::ControlError;
-pub use events::EventRecorder;
+pub use consistency::{ConsistencyStore, StaleCache};
+pub use errors::{ControlError, NAMESPACE_TERMINATING_CAUSE};
+pub use events::{EventRecorder, PlannedEvent};
 pub use expectations::Expectations;
 pub use features::FeatureGates;
-pub use pod_control::{KubePodControl, PodControl};
-pub use ref_manager::{Claim, Owner};
-pub use worker::{Reconciler, WorkerOptions, run_workers};
+pub use metrics::{ControllerMetrics, SyncMetrics};
+pub use owners::{
+    OWNER_INDEX, candidates, controlled_by, orphans_in, owned_by, owner_index, resolve_controller, selecting,
+};
+pub use pod_control::{KubePodControl, NoWrites, PodControl, object_reference, pod_from_template};
+pub use ranking::{RankingOptions, pods_to_delete, pods_to_delete_with};
+pub use ref_manager::{Claim, ClaimPlan, Owner, adopt_patch, decide, plan_claims, release_patch};
+pub use skeleton::{Controller, Started, Wiring, run, spawn};
+pub use slow_start::slow_start_batch;
+pub use worker::{DEFAULT_DRAIN_TIMEOUT, Reconciler, WorkerOptions, run_workers};
 pub use writes::Written;

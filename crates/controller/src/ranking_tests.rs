@@ -184,7 +184,7 @@ fn the_upstream_cycle_gets_one_consistent_order() {
     assert_eq!(uids, ["3", "1", "2"]);
 }
 
-/// The reproduction from the issue: 28 not-ready pods on one node, created within 3 seconds of
+/// The reproduction of the scale-down ranking panic: 28 not-ready pods on one node, created within 3 seconds of
 /// each other, with random UIDs. Rust's sort used to panic on it.
 #[test]
 fn not_ready_pods_created_together_sort_without_panicking() {

@@ -5,7 +5,11 @@
 //! controlled by someone else is never touched, an orphan is adopted only if the selector matches and
 //! neither side is being deleted, and an owned object whose labels stopped matching is released.
 
+use std::sync::Arc;
+
+use informer::LabelMatcher;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::Resource;
 use serde_json::{Value, json};
 
 use crate::pod_util::{controller_of, is_deleting};
@@ -66,6 +70,70 @@ pub fn decide(owner: &Owner, candidate: &ObjectMeta, matches: bool) -> Claim {
         None if owner.deleting || !matches || is_deleting(candidate) => Claim::Ignore,
         None => Claim::Adopt,
     }
+}
+
+/// An owner's claims over its candidates, before any write (upstream `ClaimObject` over each).
+#[derive(Debug)]
+pub struct ClaimPlan<K> {
+    /// Controlled by the owner and matching its selector.
+    pub owned: Vec<Arc<K>>,
+    /// Orphans that match: adopted before anything else is done.
+    pub adopt: Vec<Arc<K>>,
+    /// Controlled by the owner but no longer matching: released.
+    pub release: Vec<Arc<K>>,
+}
+
+impl<K> Clone for ClaimPlan<K> {
+    fn clone(&self) -> Self {
+        Self {
+            owned: self.owned.clone(),
+            adopt: self.adopt.clone(),
+            release: self.release.clone(),
+        }
+    }
+}
+
+impl<K> Default for ClaimPlan<K> {
+    fn default() -> Self {
+        Self {
+            owned: Vec::new(),
+            adopt: Vec::new(),
+            release: Vec::new(),
+        }
+    }
+}
+
+impl<K> ClaimPlan<K> {
+    /// What the owner controls once every adoption has succeeded: the plan is made as if they will.
+    pub fn claimed(&self) -> Vec<Arc<K>> {
+        self.owned.iter().chain(&self.adopt).cloned().collect()
+    }
+
+    /// [`Self::claimed`] in the candidates' order, as upstream's `ClaimObject` loop returns them.
+    pub fn claimed_in_order(&self, candidates: &[Arc<K>]) -> Vec<Arc<K>> {
+        let ours = |c: &Arc<K>| self.owned.iter().chain(&self.adopt).any(|o| Arc::ptr_eq(o, c));
+        candidates.iter().filter(|c| ours(c)).cloned().collect()
+    }
+}
+
+/// Decides for every candidate by its labels against the owner's selector.
+pub fn plan_claims<'a, K: Resource + 'a>(
+    owner: &Owner,
+    matcher: &LabelMatcher,
+    candidates: impl IntoIterator<Item = &'a Arc<K>>,
+) -> ClaimPlan<K> {
+    let mut plan = ClaimPlan::default();
+    for c in candidates {
+        let meta = c.meta();
+        let matches = matcher.matches_labels(meta.labels.as_ref());
+        match decide(owner, meta, matches) {
+            Claim::Owned => plan.owned.push(c.clone()),
+            Claim::Adopt => plan.adopt.push(c.clone()),
+            Claim::Release => plan.release.push(c.clone()),
+            Claim::Ignore => {}
+        }
+    }
+    plan
 }
 
 /// Strategic-merge patch adding the owner as controller (merged by uid, so an existing non-controller

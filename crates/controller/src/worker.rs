@@ -13,7 +13,9 @@
 use std::{any::Any, fmt::Display, future::Future, panic::AssertUnwindSafe, sync::Arc, time::Duration};
 
 use futures::FutureExt as _;
-use informer::{ObjectKey, SyncMetrics, WorkQueue, workqueue::QueueItem};
+use informer::{ObjectKey, WorkQueue, workqueue::QueueItem};
+
+use crate::metrics::SyncMetrics;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 

@@ -4,8 +4,8 @@
 //! the full type: a Pod of 4 KB of JSON with its managedFields, a ReplicaSet with its pod template.
 //! The controllers read two fields of it, the name the server generated and the resourceVersion
 //! the write produced (for expectations and the consistency store), and nothing at all of a
-//! deletion's answer. Decoding the whole object cost kcm-rs 8 % of its CPU time while it scaled a
-//! ReplicaSet (a `perf` profile of `hack/bench.sh`'s scale workload, benches/README.md), so these
+//! deletion's answer. Decoding the whole object was one of the largest items in a `perf` profile of
+//! kcm-rs scaling a ReplicaSet (`hack/bench.sh`'s scale workload; benches/results/), so these
 //! functions build the same requests as kube's `Api` and decode the answer into [`Written`], whose
 //! decoder skips every other field without allocating. Errors are kube's, exactly as `Api` returns
 //! them: a non-2xx answer is `kube::Error::Api` with the server's `Status`.

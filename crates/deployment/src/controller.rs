@@ -4,27 +4,28 @@
 use controller::compact_pod::Pod;
 use std::{future::Future, sync::Arc, time::Duration};
 
-use controller::{
-    EventRecorder, SystemClock,
-    events::TYPE_WARNING,
-    features::FeatureGates,
-    index::{POD_OWNER_INDEX, owned_by, pod_owner_index},
-    pod_control::object_reference,
-    shadow::ShadowState,
-    worker::{DEFAULT_DRAIN_TIMEOUT, Reconciler, WorkerOptions, run_workers},
-};
-use informer::{
-    HandlerRegistration, HasSynced, InformerOptions, MetricsProvider, ObjectKey, SharedInformer,
-    SharedInformerFactory, SyncMetrics, WorkQueue, store::IndexFn, wait_for_cache_sync,
-};
+use controller::Controller;
+use controller::ControllerMetrics;
+use controller::EventRecorder;
+use controller::OWNER_INDEX;
+use controller::Owner;
+use controller::Reconciler;
+use controller::SystemClock;
+use controller::Wiring;
+use controller::candidates;
+use controller::controlled_by;
+use controller::events::TYPE_WARNING;
+use controller::features::FeatureGates;
+use controller::object_reference;
+use controller::owner_index;
+use controller::shadow::ShadowState;
+use informer::{InformerOptions, ObjectKey, SharedInformer, SharedInformerFactory, WorkQueue};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use kube::Client;
-use tokio_util::sync::CancellationToken;
 
 use crate::{
     executor::{Executor, SyncError},
     handlers::{DeploymentHandler, Handlers, PodHandler, ReplicaSetHandler},
-    new_rs::owner,
     plan::{PlanError, SyncInput, plan_sync_with},
     shadow,
 };
@@ -39,23 +40,6 @@ pub const COMPONENT: &str = "deployment-controller";
 /// and then drops the key with a log line only; an event tells the user why nothing happens.
 pub const REASON_INVALID_SELECTOR: &str = "InvalidSelector";
 pub const REASON_INVALID_STRATEGY: &str = "InvalidStrategy";
-/// The ReplicaSet index this controller lists its candidates from: ReplicaSets by controller UID,
-/// orphans under `orphan/<namespace>`.
-pub const RS_OWNER_INDEX: &str = "deployment-rs-owner";
-
-/// Files a ReplicaSet under its controller's UID, or under `orphan/<namespace>`: a Deployment's
-/// candidates are then its own ReplicaSets plus the orphans it may adopt (others' it would ignore).
-pub fn rs_owner_index() -> IndexFn<ReplicaSet> {
-    Arc::new(
-        |rs: &ReplicaSet| match controller::pod_util::controller_of(&rs.metadata) {
-            Some(r) => vec![owned_by(&r.uid)],
-            None => vec![controller::index::orphans_in(
-                rs.metadata.namespace.as_deref().unwrap_or(""),
-            )],
-        },
-    )
-}
-
 #[derive(Debug, Clone)]
 pub struct DeploymentOptions {
     pub workers: usize,
@@ -85,13 +69,12 @@ impl Default for DeploymentOptions {
 
 /// The Deployment controller.
 pub struct DeploymentController {
+    wiring: Wiring,
     handlers: Handlers,
     replica_sets: SharedInformer<ReplicaSet>,
     pods: SharedInformer<Pod>,
-    registrations: Vec<HandlerRegistration>,
     executor: Executor,
     options: DeploymentOptions,
-    sync_metrics: Arc<dyn SyncMetrics>,
     /// Set in shadow mode: plans are compared with what upstream did instead of executed.
     shadow: Option<Arc<ShadowState>>,
 }
@@ -110,7 +93,7 @@ impl DeploymentController {
         factory: &SharedInformerFactory,
         client: Client,
         options: DeploymentOptions,
-        metrics: &dyn MetricsProvider,
+        metrics: &dyn ControllerMetrics,
     ) -> Self {
         let recorder = EventRecorder::new(client.clone(), COMPONENT, &options.instance);
         Self::with_recorder(factory, client, recorder, options, metrics)
@@ -123,7 +106,7 @@ impl DeploymentController {
         client: Client,
         state: Arc<ShadowState>,
         options: DeploymentOptions,
-        metrics: &dyn MetricsProvider,
+        metrics: &dyn ControllerMetrics,
     ) -> Self {
         let mut c = Self::with_recorder(factory, client, EventRecorder::in_memory(), options, metrics);
         c.shadow = Some(state);
@@ -135,23 +118,27 @@ impl DeploymentController {
         client: Client,
         recorder: EventRecorder,
         options: DeploymentOptions,
-        metrics: &dyn MetricsProvider,
+        metrics: &dyn ControllerMetrics,
     ) -> Self {
         let deployments = factory.namespaced::<Deployment>(InformerOptions::default());
         let replica_sets = factory.namespaced::<ReplicaSet>(InformerOptions::default());
         let pods = factory.namespaced::<Pod>(InformerOptions::default());
-        replica_sets.store().add_index(RS_OWNER_INDEX, rs_owner_index());
-        pods.store().add_index(POD_OWNER_INDEX, pod_owner_index());
+        replica_sets.store().add_index(OWNER_INDEX, owner_index());
+        pods.store().add_index(OWNER_INDEX, owner_index());
+        let queue = WorkQueue::named(QUEUE_NAME, metrics);
         let handlers = Handlers {
             deployments: deployments.lister(),
             replica_sets: replica_sets.lister(),
-            queue: WorkQueue::named(QUEUE_NAME, metrics),
+            queue: queue.clone(),
         };
-        let registrations = vec![
+        let mut wiring = Wiring::new(queue, options.workers, metrics.sync_metrics(QUEUE_NAME));
+        wiring.register(
             deployments.add_event_handler(DeploymentHandler(handlers.clone()), options.resync_period),
+        );
+        wiring.register(
             replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), options.resync_period),
-            pods.add_event_handler(PodHandler(handlers.clone()), options.resync_period),
-        ];
+        );
+        wiring.register(pods.add_event_handler(PodHandler(handlers.clone()), options.resync_period));
         let executor = Executor {
             client,
             recorder,
@@ -159,46 +146,14 @@ impl DeploymentController {
             clock: Arc::new(SystemClock),
         };
         Self {
+            wiring,
             handlers,
             replica_sets,
             pods,
-            registrations,
             executor,
             options,
-            sync_metrics: metrics.sync_metrics(QUEUE_NAME),
             shadow: None,
         }
-    }
-
-    /// Whether every handler has seen its informer's initial contents.
-    pub fn has_synced(&self) -> bool {
-        self.registrations.iter().all(HandlerRegistration::has_synced)
-    }
-
-    pub fn queue(&self) -> &WorkQueue<ObjectKey> {
-        &self.handlers.queue
-    }
-
-    /// Runs the workers until `cancel` fires, then lets in-flight syncs finish (bounded by
-    /// [`DEFAULT_DRAIN_TIMEOUT`]).
-    pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
-        let synced: Vec<&dyn HasSynced> = self.registrations.iter().map(|r| r as &dyn HasSynced).collect();
-        if !wait_for_cache_sync(&cancel, &synced).await {
-            return;
-        }
-        tracing::info!(
-            controller = COMPONENT,
-            workers = self.options.workers,
-            "caches synced; starting workers"
-        );
-        let options = WorkerOptions {
-            workers: self.options.workers,
-            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
-        };
-        let queue = self.handlers.queue.clone();
-        let metrics = self.sync_metrics.clone();
-        run_workers(COMPONENT, self, queue, metrics, options, cancel).await;
-        tracing::info!(controller = COMPONENT, "stopped");
     }
 
     /// One sync of the Deployment at `key` (upstream `syncDeployment`).
@@ -215,13 +170,8 @@ impl DeploymentController {
         {
             spec.paused = Some(false);
         }
-        let candidates = self.candidates(&d);
-        let pods_of = |uid: &str| {
-            self.pods
-                .store()
-                .by_index(POD_OWNER_INDEX, &owned_by(uid))
-                .unwrap_or_default()
-        };
+        let candidates = candidates(self.replica_sets.store(), &*d);
+        let pods_of = |uid: &str| controlled_by(self.pods.store(), uid);
         let input = SyncInput {
             deployment: &d,
             replica_sets: &candidates,
@@ -237,7 +187,7 @@ impl DeploymentController {
         };
         if let Some(state) = &self.shadow {
             let differences = shadow::differences(&d, &plan);
-            let fingerprint = shadow::fingerprint(&d, &candidates);
+            let fingerprint = controller::shadow::fingerprint(&*d, &candidates);
             return Ok(state
                 .observe_sync(&self.executor.client, COMPONENT, key, fingerprint, differences)
                 .await);
@@ -280,23 +230,20 @@ impl DeploymentController {
             PlanError::InvalidSelector { .. } => REASON_INVALID_SELECTOR,
             PlanError::Strategy { .. } => REASON_INVALID_STRATEGY,
         };
-        self.executor
-            .recorder
-            .record(&object_reference(&owner(d)), TYPE_WARNING, reason, e.to_string());
-    }
-
-    /// The Deployment's own ReplicaSets and the orphans of its namespace.
-    fn candidates(&self, d: &Deployment) -> Vec<Arc<ReplicaSet>> {
-        let store = self.replica_sets.store();
-        let uid = d.metadata.uid.as_deref().unwrap_or_default();
-        let ns = d.metadata.namespace.as_deref().unwrap_or_default();
-        let mut rss = store.by_index(RS_OWNER_INDEX, &owned_by(uid)).unwrap_or_default();
-        rss.extend(
-            store
-                .by_index(RS_OWNER_INDEX, &controller::index::orphans_in(ns))
-                .unwrap_or_default(),
+        self.executor.recorder.record(
+            &object_reference(&Owner::of(d)),
+            TYPE_WARNING,
+            reason,
+            e.to_string(),
         );
-        rss
+    }
+}
+
+impl Controller for DeploymentController {
+    const NAME: &'static str = COMPONENT;
+
+    fn wiring(&self) -> &Wiring {
+        &self.wiring
     }
 }
 

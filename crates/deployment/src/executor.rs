@@ -5,28 +5,33 @@
 //! old-ReplicaSet scale-downs are the exception, as upstream's: their failure stops the other
 //! scale-downs only, and the status is still written.
 
+use controller::ClaimPlan;
+use controller::ClaimWrites;
+use controller::PlannedEvent;
+use controller::execute_claims;
+use controller::recheck_owner;
 use std::{sync::Arc, time::Duration};
 
-use controller::{
-    Clock, ControlError, EventRecorder, Owner,
-    events::TYPE_WARNING,
-    pod_control::object_reference,
-    ref_manager::{adopt_patch, release_patch},
-    writes,
-};
+use controller::Clock;
+use controller::ControlError;
+use controller::EventRecorder;
+use controller::Owner;
+use controller::adopt_patch;
+use controller::events::TYPE_WARNING;
+use controller::object_reference;
+use controller::release_patch;
+use controller::writes;
 use informer::{Lister, ObjectKey};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use kube::{
-    Api, Client,
+    Client,
     api::{DeleteParams, Patch, PatchParams},
 };
 
 use crate::{
-    claims::ClaimOutcome,
     conditions::{self, FALSE, PROGRESSING},
-    plan::{Actions, ClaimPlan, Decision, MSG_SELECTING_ALL, REASON_SELECTING_ALL, RsWrite, SyncPlan},
+    plan::{Actions, Decision, MSG_SELECTING_ALL, REASON_SELECTING_ALL, RsWrite, SyncPlan},
     replica_sets as rsu, spec,
-    work::PlannedEvent,
 };
 
 /// Why a sync must be retried (with the rate limiter).
@@ -101,7 +106,7 @@ impl Executor {
         let emit = |events: &[PlannedEvent]| {
             for e in events {
                 self.recorder
-                    .record(&reference, e.type_, e.reason, e.message.clone());
+                    .record(&reference, e.type_, e.reason.clone(), e.message.clone());
             }
         };
         emit(&a.events);
@@ -260,88 +265,34 @@ impl Executor {
             })
     }
 
-    /// Adopts and releases ReplicaSets (strategic-merge patches with the UID as precondition), all
-    /// of them whatever fails, and returns the UIDs of the orphans that were gone when adopted
-    /// (see [`crate::claims`]). Adoption first checks, once and with a fresh read, that the
-    /// Deployment still exists with the same UID and is not being deleted
-    /// (kubernetes/kubernetes#42639); if it may not adopt, no adoption is tried and the sync fails
-    /// after the releases.
+    /// Adopts and releases ReplicaSets ([`execute_claims`]: all of them whatever fails, adoption
+    /// after one fresh read of the Deployment) and returns the UIDs of the orphans that were gone
+    /// when adopted: the sync must be planned without them. Any other failure, an adoption refused
+    /// because another controller took the ReplicaSet first among them, fails the sync once every
+    /// claim was tried, so that nothing is planned over a ReplicaSet that is not the Deployment's
+    /// (upstream `ClaimReplicaSets`).
     pub async fn claim(
         &self,
         key: &ObjectKey,
         owner: &Owner,
-        claims: &ClaimPlan,
+        claims: &ClaimPlan<ReplicaSet>,
     ) -> Result<Vec<String>, SyncError> {
-        let mut outcome = ClaimOutcome::default();
-        let may_adopt = if claims.adopt.is_empty() {
-            false
-        } else {
-            match self.can_adopt(owner).await {
-                Ok(()) => true,
-                Err(e) => {
-                    outcome.failed(e);
-                    false
-                }
-            }
-        };
-        for rs in claims.adopt.iter().filter(|_| may_adopt) {
-            let patch = adopt_patch(owner, rs.metadata.uid.as_deref().unwrap_or(""));
-            outcome.adopted(rs, self.patch(owner, rs, &patch).await);
-        }
-        for rs in &claims.release {
-            let patch = release_patch(&owner.uid, rs.metadata.uid.as_deref().unwrap_or(""));
-            outcome.released(self.patch(owner, rs, &patch).await);
-        }
-        outcome.finish().map_err(|source| SyncError::Claim {
-            key: key.clone(),
-            source,
+        let outcome = execute_claims(&ReplicaSetClaims(&self.client), owner, claims, || {
+            recheck_owner::<Deployment>(&self.client, owner, "replica sets")
         })
-    }
-
-    async fn patch(
-        &self,
-        owner: &Owner,
-        rs: &ReplicaSet,
-        patch: &serde_json::Value,
-    ) -> Result<(), ControlError> {
-        let name = rsu::name(rs);
-        writes::patch::<ReplicaSet, _>(
-            &self.client,
-            &owner.namespace,
-            name,
-            &PatchParams::default(),
-            &Patch::Strategic(patch),
-        )
-        .await
-        .map(drop)
-        .map_err(|e| ControlError::api("patch replicaset", format!("{}/{name}", owner.namespace), e))
-    }
-
-    async fn can_adopt(&self, owner: &Owner) -> Result<(), ControlError> {
-        let api: Api<Deployment> = Api::namespaced(self.client.clone(), &owner.namespace);
-        let fresh = api
-            .get(&owner.name)
-            .await
-            .map_err(|e| ControlError::api("get deployment", owner.key(), e))?;
-        let refused = |message: String| ControlError::Refused {
-            what: format!("adopting replica sets for Deployment {}", owner.key()),
-            message,
-        };
-        if fresh.metadata.uid.as_deref() != Some(owner.uid.as_str()) {
-            return Err(refused(format!(
-                "original Deployment {} is gone: got uid {}, wanted {}",
-                owner.key(),
-                fresh.metadata.uid.unwrap_or_default(),
-                owner.uid
-            )));
+        .await;
+        let gone = outcome
+            .gone
+            .iter()
+            .map(|rs| rs.metadata.uid.clone().unwrap_or_default())
+            .collect();
+        match outcome.first_error() {
+            Some(source) => Err(SyncError::Claim {
+                key: key.clone(),
+                source,
+            }),
+            None => Ok(gone),
         }
-        if fresh.metadata.deletion_timestamp.is_some() {
-            return Err(refused(format!(
-                "Deployment {} has just been deleted",
-                owner.key()
-            )));
-        }
-        Ok(())
     }
 }
 
@@ -349,6 +300,37 @@ impl Executor {
 /// (apimachinery `IsAlreadyExists` looks at the reason only).
 pub fn is_already_exists(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.is_already_exists())
+}
+
+/// ReplicaSets claimed with plain patches.
+struct ReplicaSetClaims<'a>(&'a Client);
+
+impl ClaimWrites<ReplicaSet> for ReplicaSetClaims<'_> {
+    fn adopt_patch(&self, owner: &Owner, rs: &ReplicaSet) -> serde_json::Value {
+        adopt_patch(owner, rs.metadata.uid.as_deref().unwrap_or(""))
+    }
+
+    fn release_patch(&self, owner: &Owner, rs: &ReplicaSet) -> serde_json::Value {
+        release_patch(&owner.uid, rs.metadata.uid.as_deref().unwrap_or(""))
+    }
+
+    async fn patch(
+        &self,
+        rs: &ReplicaSet,
+        patch: &serde_json::Value,
+    ) -> Result<Option<String>, ControlError> {
+        let (ns, name) = (rs.metadata.namespace.as_deref().unwrap_or(""), rsu::name(rs));
+        writes::patch::<ReplicaSet, _>(
+            self.0,
+            ns,
+            name,
+            &PatchParams::default(),
+            &Patch::Strategic(patch),
+        )
+        .await
+        .map(|w| w.metadata.resource_version)
+        .map_err(|e| ControlError::api("patch replicaset", format!("{ns}/{name}"), e))
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@ use controller::compact_pod::Pod;
 use std::sync::Arc;
 
 use controller::pod_util::controller_of;
+use controller::resolve_controller;
+use controller::selecting;
 use informer::{DeletedObject, EventHandler, LabelMatcher, Lister, ObjectKey, WorkQueue};
 use k8s_openapi::{
     api::apps::v1::{Deployment, ReplicaSet},
@@ -25,12 +27,7 @@ pub struct Handlers {
 impl Handlers {
     /// The Deployment a controller reference points to, if it is one we know with that UID.
     pub fn resolve(&self, namespace: Option<&str>, r: &OwnerReference) -> Option<Arc<Deployment>> {
-        if r.kind != "Deployment" {
-            return None;
-        }
-        self.deployments
-            .get(namespace, &r.name)
-            .filter(|d| d.metadata.uid.as_deref() == Some(r.uid.as_str()))
+        resolve_controller(&self.deployments, namespace, r)
     }
 
     /// Deployments whose selector matches an orphan ReplicaSet's labels; empty selectors match
@@ -38,21 +35,11 @@ impl Handlers {
     /// `DoesNotExist` terms (upstream `GetDeploymentsForReplicaSet`; such an orphan is still
     /// adopted by the next sync of a Deployment selecting it).
     pub fn matching(&self, rs: &ReplicaSet) -> Vec<Arc<Deployment>> {
-        let Some(ns) = rs.metadata.namespace.as_deref() else {
-            return Vec::new();
-        };
-        if rs.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
-            return Vec::new();
-        }
-        let matching: Vec<_> = self
-            .deployments
-            .list_namespace(ns, &LabelMatcher::Everything)
-            .into_iter()
-            .filter(|d| match LabelMatcher::from_selector(spec::selector(d)) {
-                Ok(m @ LabelMatcher::Match(_)) => m.matches_labels(rs.metadata.labels.as_ref()),
-                _ => false,
-            })
-            .collect();
+        let matching = selecting(&self.deployments, &rs.metadata, |d| {
+            LabelMatcher::from_selector(spec::selector(d))
+                .ok()
+                .filter(|m| matches!(m, LabelMatcher::Match(_)))
+        });
         if matching.len() > 1 {
             tracing::debug!(replica_set = ?rs.metadata.name, "user error: more than one Deployment selects this ReplicaSet");
         }

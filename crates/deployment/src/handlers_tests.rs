@@ -1,5 +1,6 @@
 use controller::testing::pod;
 use informer::Store;
+use testing::drain;
 
 use super::*;
 use crate::fixtures::{deployment, rs};
@@ -28,15 +29,6 @@ fn setup(recreate: bool) -> Handlers {
         replica_sets: Lister::new(rss),
         queue: WorkQueue::new(),
     }
-}
-
-fn drain(q: &WorkQueue<ObjectKey>) -> Vec<String> {
-    let mut out = Vec::new();
-    while let Some(k) = q.try_get() {
-        out.push(k.to_string());
-        q.done(&k);
-    }
-    out
 }
 
 #[tokio::test]

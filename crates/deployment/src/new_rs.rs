@@ -2,6 +2,7 @@
 //! revision and annotations current, or building it (upstream `sync.go: getNewReplicaSet`,
 //! `getAllReplicaSetsAndSyncRevision`; `deployment_util.go: NewRSNewReplicas`).
 
+use controller::PlannedEvent;
 use std::{collections::BTreeMap, sync::Arc};
 
 use controller::{Owner, events::TYPE_NORMAL};
@@ -16,7 +17,7 @@ use crate::{
     hash::{POD_TEMPLATE_HASH_LABEL, compute_hash},
     replica_sets as rsu,
     spec::{self, InvalidIntOrPercent, Strategy},
-    work::{NewLookup, PlannedEvent, REASON_SCALING, Slot, Work},
+    work::{NewLookup, REASON_SCALING, Slot, Work},
 };
 
 /// Why the new ReplicaSet's size cannot be computed.
@@ -77,19 +78,6 @@ pub fn replica_set_name(deployment: &str, hash: &str) -> String {
     format!("{}{NAME_SEPARATOR}{hash}", &deployment[..cut])
 }
 
-/// The Deployment as an owner of ReplicaSets.
-pub fn owner(d: &Deployment) -> Owner {
-    let m = &d.metadata;
-    Owner {
-        api_version: "apps/v1".into(),
-        kind: "Deployment".into(),
-        namespace: m.namespace.clone().unwrap_or_default(),
-        name: m.name.clone().unwrap_or_default(),
-        uid: m.uid.clone().unwrap_or_default(),
-        deleting: m.deletion_timestamp.is_some(),
-    }
-}
-
 /// The ReplicaSet to create for the Deployment's template: named by [`replica_set_name`] (the same
 /// name every time, so a repeated create fails instead of duplicating), the hash added to its labels,
 /// selector and template, controlled by the Deployment.
@@ -115,7 +103,7 @@ pub fn build_new_replica_set(
         metadata: ObjectMeta {
             name: Some(replica_set_name(d.metadata.name.as_deref().unwrap_or(""), &hash)),
             namespace: d.metadata.namespace.clone(),
-            owner_references: Some(vec![owner(d).controller_ref()]),
+            owner_references: Some(vec![Owner::of(d).controller_ref()]),
             labels,
             annotations: Some(annotations),
             ..ObjectMeta::default()
@@ -180,7 +168,7 @@ impl Work<'_> {
         if replicas > 0 {
             slot.events.push(PlannedEvent {
                 type_: TYPE_NORMAL,
-                reason: REASON_SCALING,
+                reason: REASON_SCALING.into(),
                 message: format!("Scaled up replica set {name} from 0 to {replicas}"),
             });
         }

@@ -8,10 +8,11 @@
 //! copy ([`Work`]) and the plan holds each object's final state: one write per object, the same end
 //! state, one sync sooner.
 
+use controller::PlannedEvent;
 use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
-use controller::{Claim, Owner, events::TYPE_WARNING, features::FeatureGates, ref_manager::decide};
+use controller::{ClaimPlan, Owner, features::FeatureGates, plan_claims};
 use informer::{LabelMatcher, ObjectKey, SelectorError};
 use k8s_openapi::{
     api::apps::v1::{Deployment, ReplicaSet},
@@ -20,10 +21,10 @@ use k8s_openapi::{
 
 use crate::{
     annotations,
-    new_rs::{SizeError, owner},
+    new_rs::SizeError,
     spec::{self, Strategy},
     status,
-    work::{PlannedEvent, Work},
+    work::Work,
 };
 
 /// Event reason for a Deployment with an empty selector (upstream's).
@@ -49,13 +50,6 @@ impl std::fmt::Debug for SyncInput<'_> {
             .field("replica_sets", &self.replica_sets.len())
             .finish_non_exhaustive()
     }
-}
-
-/// ReplicaSets to adopt and release before anything else.
-#[derive(Debug, Default)]
-pub struct ClaimPlan {
-    pub adopt: Vec<Arc<ReplicaSet>>,
-    pub release: Vec<Arc<ReplicaSet>>,
 }
 
 /// A ReplicaSet write and the events that follow its success.
@@ -117,7 +111,7 @@ pub enum Decision {
 pub struct SyncPlan {
     pub key: ObjectKey,
     pub owner: Owner,
-    pub claims: ClaimPlan,
+    pub claims: ClaimPlan<ReplicaSet>,
     pub decision: Decision,
 }
 
@@ -142,7 +136,7 @@ pub fn plan_sync(input: &SyncInput<'_>) -> Result<SyncPlan, PlanError> {
 pub fn plan_sync_with(input: &SyncInput<'_>, features: FeatureGates) -> Result<SyncPlan, PlanError> {
     let d = input.deployment;
     let key = ObjectKey::of(d);
-    let owner = owner(d);
+    let owner = Owner::of(d);
     if spec::selects_everything(d) {
         let behind = d.status.as_ref().and_then(|s| s.observed_generation).unwrap_or(0) < spec::generation(d);
         let observed = behind.then(|| {
@@ -162,7 +156,8 @@ pub fn plan_sync_with(input: &SyncInput<'_>, features: FeatureGates) -> Result<S
             key: key.clone(),
             source,
         })?;
-    let (claims, owned) = plan_claims(&owner, &matcher, input.replica_sets);
+    let claims = plan_claims(&owner, &matcher, input.replica_sets);
+    let owned = claims.claimed_in_order(input.replica_sets);
     let strategy_error = |source| PlanError::Strategy {
         key: key.clone(),
         source,
@@ -216,33 +211,6 @@ fn sync_scaling(w: &mut Work<'_>) -> Result<(), SizeError> {
     Ok(())
 }
 
-/// Sorts the namespace's ReplicaSets into adopted, released and ignored, and returns the ones the
-/// Deployment manages this sync (owned and matching, plus those it adopts). The plan assumes every
-/// adoption succeeds; the controller carries it out only once they all did, after planning again
-/// without any orphan found gone (as upstream counts an orphan as its own only once adopted, and
-/// fails the sync on any other adoption error).
-pub fn plan_claims(
-    owner: &Owner,
-    matcher: &LabelMatcher,
-    candidates: &[Arc<ReplicaSet>],
-) -> (ClaimPlan, Vec<Arc<ReplicaSet>>) {
-    let mut plan = ClaimPlan::default();
-    let mut owned = Vec::new();
-    for rs in candidates {
-        let matches = matcher.matches_labels(rs.metadata.labels.as_ref());
-        match decide(owner, &rs.metadata, matches) {
-            Claim::Owned => owned.push(rs.clone()),
-            Claim::Adopt => {
-                plan.adopt.push(rs.clone());
-                owned.push(rs.clone());
-            }
-            Claim::Release => plan.release.push(rs.clone()),
-            Claim::Ignore => {}
-        }
-    }
-    (plan, owned)
-}
-
 fn into_actions(w: Work<'_>) -> Actions {
     let mut a = Actions {
         deletes: w.deletes,
@@ -292,15 +260,6 @@ fn into_actions(w: Work<'_>) -> Actions {
         a.status = Some(d);
     }
     a
-}
-
-/// A Warning event for reasons upstream only logs.
-pub fn warning(reason: &'static str, message: String) -> PlannedEvent {
-    PlannedEvent {
-        type_: TYPE_WARNING,
-        reason,
-        message,
-    }
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ fn reasons(a: &Actions) -> Vec<&str> {
         .flat_map(|w| w.events.iter())
         .chain(&a.events)
         .chain(a.rollback.iter().flat_map(|(_, e)| e.iter()))
-        .map(|e| e.reason)
+        .map(|e| &*e.reason)
         .collect()
 }
 

@@ -2,7 +2,8 @@
 //! `spec.rollbackTo`): the Deployment takes the template of the ReplicaSet with the asked revision
 //! (upstream `rollback.go`). `kubectl rollout undo` patches the template itself and never comes here.
 
-use controller::events::{TYPE_NORMAL, TYPE_WARNING};
+use controller::PlannedEvent;
+use controller::events::TYPE_NORMAL;
 
 use crate::{
     annotations::{self, ROLLBACK_TO},
@@ -10,7 +11,7 @@ use crate::{
     hash::POD_TEMPLATE_HASH_LABEL,
     new_rs::SizeError,
     replica_sets as rsu,
-    work::{PlannedEvent, Work},
+    work::Work,
 };
 
 pub const REASON_ROLLBACK_DONE: &str = "DeploymentRollback";
@@ -77,18 +78,14 @@ impl Work<'_> {
         ));
         self.clear_rollback(vec![PlannedEvent {
             type_: TYPE_NORMAL,
-            reason: REASON_ROLLBACK_DONE,
+            reason: REASON_ROLLBACK_DONE.into(),
             message: format!("Rolled back deployment {} to revision {revision}", quoted(&name)),
         }]);
         Ok(())
     }
 
     fn warn(&mut self, reason: &'static str, message: String) {
-        self.events.push(PlannedEvent {
-            type_: TYPE_WARNING,
-            reason,
-            message,
-        });
+        self.events.push(PlannedEvent::warning(reason, message));
     }
 
     /// Removes the annotation; the Deployment is then written with `events` to follow.

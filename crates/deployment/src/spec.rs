@@ -46,11 +46,6 @@ pub fn replicas(d: &Deployment) -> i32 {
         .and_then(|s| s.replicas)
         .unwrap_or(DEFAULT_REPLICAS)
 }
-
-pub fn min_ready_seconds(d: &Deployment) -> i32 {
-    d.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0)
-}
-
 pub fn paused(d: &Deployment) -> bool {
     d.spec.as_ref().and_then(|s| s.paused).unwrap_or(false)
 }

@@ -3,6 +3,7 @@
 //! step changes this state, and the plan is the difference from the objects read (see
 //! [`crate::plan`]).
 
+use controller::PlannedEvent;
 use std::{sync::Arc, time::Duration};
 
 use controller::{events::TYPE_NORMAL, features::FeatureGates};
@@ -18,14 +19,6 @@ use crate::{
 
 /// The event reason of every ReplicaSet resize.
 pub const REASON_SCALING: &str = "ScalingReplicaSet";
-
-/// An event the plan asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlannedEvent {
-    pub type_: &'static str,
-    pub reason: &'static str,
-    pub message: String,
-}
 
 /// One of the Deployment's ReplicaSets, as read and as this sync leaves it.
 #[derive(Debug, Clone)]
@@ -206,7 +199,7 @@ impl<'a> Work<'a> {
             let op = if from < to { "up" } else { "down" };
             slot.events.push(PlannedEvent {
                 type_: TYPE_NORMAL,
-                reason: REASON_SCALING,
+                reason: REASON_SCALING.into(),
                 message: format!("Scaled {op} replica set {name} from {from} to {to}"),
             });
         }

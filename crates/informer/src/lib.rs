@@ -33,7 +33,7 @@ pub use informer::{
 };
 pub use key::ObjectKey;
 pub use listwatch::{ListerWatcher, WatchStream};
-pub use metrics::{MetricsProvider, NoopMetrics, QueueMetrics, ReflectorMetrics, SyncMetrics};
+pub use metrics::{MetricsProvider, NoopMetrics, QueueMetrics, ReflectorMetrics};
 pub use reflector::{Reflector, ReflectorConfig, ReflectorError, ReflectorEvent, Snapshot};
 pub use selector::{LabelMatcher, SelectorError};
 pub use store::{Lister, Store};

@@ -16,33 +16,6 @@ pub trait MetricsProvider: Send + Sync + 'static {
         let _ = resource;
         Arc::new(NoopMetrics)
     }
-
-    /// Sink for the syncs of `controller` (for example `replicaset`).
-    fn sync_metrics(&self, controller: &str) -> Arc<dyn SyncMetrics> {
-        let _ = controller;
-        Arc::new(NoopMetrics)
-    }
-}
-
-/// How long each sync of a controller took, and whether it succeeded; plus the controller-specific
-/// metrics upstream exports (only the ReplicaSet controller reports the last two).
-pub trait SyncMetrics: Send + Sync + 'static {
-    fn sync(&self, elapsed: Duration, ok: bool) {
-        let _ = (elapsed, ok);
-    }
-    /// `replicaset_controller_sorting_deletion_age_ratio`: for each ready pod chosen for deletion,
-    /// its age over the youngest ready pod's age.
-    fn sorting_deletion_age_ratio(&self, ratio: f64) {
-        let _ = ratio;
-    }
-    /// `replicaset_controller_stale_sync_skips_total{group,resource}`: a sync skipped because a cache
-    /// had not caught up with this controller's own write.
-    fn stale_sync_skip(&self, group: &str, resource: &str) {
-        let _ = (group, resource);
-    }
-    /// `kcm_rs_controller_sync_panics_total{controller}`: a sync panicked; the worker caught it and
-    /// retries the key (kcm-rs only: upstream's process would crash).
-    fn panic(&self) {}
 }
 
 /// The workqueue metrics kube-controller-manager exports, named as upstream does:
@@ -90,4 +63,3 @@ pub struct NoopMetrics;
 impl MetricsProvider for NoopMetrics {}
 impl QueueMetrics for NoopMetrics {}
 impl ReflectorMetrics for NoopMetrics {}
-impl SyncMetrics for NoopMetrics {}

@@ -13,7 +13,7 @@ use controller::pod_util::{is_ready, max_container_restarts, max_sidecar_restart
 
 /// A time in a tier: absent (zero) first, then later first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LaterFirst {
+pub(crate) enum LaterFirst {
     Zero,
     At(Reverse<i128>),
 }
@@ -31,28 +31,28 @@ impl LaterFirst {
 
 /// One pod's place in the deletion order; smaller goes first.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct DeletionKey<'a> {
+pub(crate) struct DeletionKey<'a> {
     /// 1. Not yet on a node first.
-    pub assigned: bool,
+    pub(crate) assigned: bool,
     /// 2. Pending, then Unknown, then Running (other phases rank with Pending, as upstream's map lookup).
-    pub phase: u8,
+    pub(crate) phase: u8,
     /// 3. Not ready first.
-    pub ready: bool,
+    pub(crate) ready: bool,
     /// 4. Both ready: ready more recently first (only set for ready pods).
-    pub ready_since: LaterFirst,
+    pub(crate) ready_since: LaterFirst,
     /// 5. More container restarts first, then more sidecar restarts first (upstream
     ///    `compareMaxContainerRestarts`).
-    pub restarts: Reverse<i32>,
-    pub sidecar_restarts: Reverse<i32>,
+    pub(crate) restarts: Reverse<i32>,
+    pub(crate) sidecar_restarts: Reverse<i32>,
     /// 6. Created more recently first.
-    pub created: LaterFirst,
+    pub(crate) created: LaterFirst,
     /// Equal in every tier: a stable, arbitrary choice.
-    pub uid: &'a str,
-    pub name: &'a str,
+    pub(crate) uid: &'a str,
+    pub(crate) name: &'a str,
 }
 
 impl<'a> DeletionKey<'a> {
-    pub fn of(p: &'a Pod) -> Self {
+    pub(crate) fn of(p: &'a Pod) -> Self {
         let ready = is_ready(p);
         DeletionKey {
             assigned: p
@@ -81,7 +81,7 @@ impl<'a> DeletionKey<'a> {
 }
 
 /// Sorts pods so that the ones to delete first come first.
-pub fn sort_for_deletion(pods: &mut [Arc<Pod>]) {
+pub(crate) fn sort_for_deletion(pods: &mut [Arc<Pod>]) {
     pods.sort_by_cached_key(|p| {
         let k = DeletionKey::of(p);
         (

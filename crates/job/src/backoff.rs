@@ -11,29 +11,29 @@ use parking_lot::Mutex;
 use crate::spec::index_absolute_failure_count;
 
 /// The first re-creation delay (upstream `DefaultJobPodFailureBackOff`).
-pub const DEFAULT_POD_FAILURE_BACKOFF: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_POD_FAILURE_BACKOFF: Duration = Duration::from_secs(10);
 /// The longest re-creation delay (upstream `MaxJobPodFailureBackOff`).
-pub const MAX_POD_FAILURE_BACKOFF: Duration = Duration::from_secs(10 * 60);
+pub(crate) const MAX_POD_FAILURE_BACKOFF: Duration = Duration::from_secs(10 * 60);
 
 /// Failures since the last success, and when the last of them finished.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BackoffRecord {
-    pub failures_after_last_success: i32,
-    pub last_failure_time: Option<Timestamp>,
+    pub(crate) failures_after_last_success: i32,
+    pub(crate) last_failure_time: Option<Timestamp>,
 }
 
 impl BackoffRecord {
     /// The record after newly finished pods (upstream `newBackoffRecord`): failures add up while
     /// nothing succeeds; a success resets the count to the failures that finished after it.
     #[must_use]
-    pub fn with_finished(self, succeeded: &[Arc<Pod>], failed: &[Arc<Pod>]) -> Self {
+    pub(crate) fn with_finished(self, succeeded: &[Arc<Pod>], failed: &[Arc<Pod>]) -> Self {
         let times = |pods: &[Arc<Pod>]| pods.iter().map(|p| finished_time(p)).collect::<Vec<_>>();
         self.with_finish_times(&times(succeeded), &times(failed))
     }
 
     /// [`Self::with_finished`] on the pods' finish times.
     #[must_use]
-    pub fn with_finish_times(self, succeeded: &[Timestamp], failed: &[Timestamp]) -> Self {
+    pub(crate) fn with_finish_times(self, succeeded: &[Timestamp], failed: &[Timestamp]) -> Self {
         let last_success = succeeded.iter().max().copied();
         let mut failed_times = failed.to_vec();
         failed_times.sort_unstable();
@@ -56,14 +56,14 @@ impl BackoffRecord {
     }
 
     /// How long to wait before creating pods again.
-    pub fn remaining(&self, now: Timestamp) -> Duration {
+    pub(crate) fn remaining(&self, now: Timestamp) -> Duration {
         remaining_for_failures(self.failures_after_last_success, self.last_failure_time, now)
     }
 }
 
 /// The delay for an index whose last failed pod is `last_failed` (upstream
 /// `getRemainingTimePerIndex`): that pod's failures so far plus its own.
-pub fn remaining_for_index(last_failed: Option<&Pod>, now: Timestamp) -> Duration {
+pub(crate) fn remaining_for_index(last_failed: Option<&Pod>, now: Timestamp) -> Duration {
     let Some(p) = last_failed else {
         return Duration::ZERO;
     };
@@ -72,7 +72,11 @@ pub fn remaining_for_index(last_failed: Option<&Pod>, now: Timestamp) -> Duratio
 }
 
 /// `DEFAULT × 2^(failures−1)`, capped, minus the time since the last failure; zero once past.
-pub fn remaining_for_failures(failures: i32, last_failure: Option<Timestamp>, now: Timestamp) -> Duration {
+pub(crate) fn remaining_for_failures(
+    failures: i32,
+    last_failure: Option<Timestamp>,
+    now: Timestamp,
+) -> Duration {
     if failures <= 0 {
         return Duration::ZERO;
     }
@@ -100,7 +104,7 @@ pub fn remaining_for_failures(failures: i32, last_failure: Option<Timestamp>, no
 /// containers stop after the main ones, so their end is the pod's) if all of them terminated, else
 /// the Ready=False transition, else the deletion time minus its grace period, else its creation
 /// (upstream `getFinishedTime`).
-pub fn finished_time(p: &Pod) -> Timestamp {
+pub(crate) fn finished_time(p: &Pod) -> Timestamp {
     let status = p.status.as_ref();
     let containers = status.and_then(|s| s.container_statuses.as_deref());
     let sidecars = status
@@ -138,20 +142,20 @@ pub fn finished_time(p: &Pod) -> Timestamp {
 
 /// The backoff records of every Job, by key.
 #[derive(Debug, Default)]
-pub struct BackoffStore {
+pub(crate) struct BackoffStore {
     records: Mutex<HashMap<String, BackoffRecord>>,
 }
 
 impl BackoffStore {
-    pub fn get(&self, key: &str) -> BackoffRecord {
+    pub(crate) fn get(&self, key: &str) -> BackoffRecord {
         self.records.lock().get(key).copied().unwrap_or_default()
     }
 
-    pub fn update(&self, key: &str, record: BackoffRecord) {
+    pub(crate) fn update(&self, key: &str, record: BackoffRecord) {
         self.records.lock().insert(key.to_owned(), record);
     }
 
-    pub fn remove(&self, key: &str) {
+    pub(crate) fn remove(&self, key: &str) {
         self.records.lock().remove(key);
     }
 }

@@ -4,45 +4,52 @@
 
 use k8s_openapi::{api::batch::v1::JobCondition, apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 
-pub const COMPLETE: &str = "Complete";
-pub const FAILED: &str = "Failed";
-pub const SUSPENDED: &str = "Suspended";
-pub const FAILURE_TARGET: &str = "FailureTarget";
-pub const SUCCESS_CRITERIA_MET: &str = "SuccessCriteriaMet";
+pub(crate) const COMPLETE: &str = "Complete";
+pub(crate) const FAILED: &str = "Failed";
+pub(crate) const SUSPENDED: &str = "Suspended";
+pub(crate) const FAILURE_TARGET: &str = "FailureTarget";
+pub(crate) const SUCCESS_CRITERIA_MET: &str = "SuccessCriteriaMet";
 
-pub const REASON_BACKOFF_LIMIT_EXCEEDED: &str = "BackoffLimitExceeded";
-pub const MESSAGE_BACKOFF_LIMIT_EXCEEDED: &str = "Job has reached the specified backoff limit";
-pub const REASON_DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
-pub const MESSAGE_DEADLINE_EXCEEDED: &str = "Job was active longer than specified deadline";
-pub const REASON_POD_FAILURE_POLICY: &str = "PodFailurePolicy";
-pub const REASON_MAX_FAILED_INDEXES_EXCEEDED: &str = "MaxFailedIndexesExceeded";
-pub const MESSAGE_MAX_FAILED_INDEXES_EXCEEDED: &str =
+pub(crate) const REASON_BACKOFF_LIMIT_EXCEEDED: &str = "BackoffLimitExceeded";
+pub(crate) const MESSAGE_BACKOFF_LIMIT_EXCEEDED: &str = "Job has reached the specified backoff limit";
+pub(crate) const REASON_DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
+pub(crate) const MESSAGE_DEADLINE_EXCEEDED: &str = "Job was active longer than specified deadline";
+pub(crate) const REASON_POD_FAILURE_POLICY: &str = "PodFailurePolicy";
+pub(crate) const REASON_MAX_FAILED_INDEXES_EXCEEDED: &str = "MaxFailedIndexesExceeded";
+pub(crate) const MESSAGE_MAX_FAILED_INDEXES_EXCEEDED: &str =
     "Job has exceeded the specified maximal number of failed indexes";
-pub const REASON_FAILED_INDEXES: &str = "FailedIndexes";
-pub const MESSAGE_FAILED_INDEXES: &str = "Job has failed indexes";
-pub const REASON_SUCCESS_POLICY: &str = "SuccessPolicy";
-pub const REASON_COMPLETIONS_REACHED: &str = "CompletionsReached";
-pub const MESSAGE_COMPLETIONS_REACHED: &str = "Reached expected number of succeeded pods";
-pub const REASON_JOB_SUSPENDED: &str = "JobSuspended";
-pub const MESSAGE_JOB_SUSPENDED: &str = "Job suspended";
-pub const REASON_JOB_RESUMED: &str = "JobResumed";
-pub const MESSAGE_JOB_RESUMED: &str = "Job resumed";
+pub(crate) const REASON_FAILED_INDEXES: &str = "FailedIndexes";
+pub(crate) const MESSAGE_FAILED_INDEXES: &str = "Job has failed indexes";
+pub(crate) const REASON_SUCCESS_POLICY: &str = "SuccessPolicy";
+pub(crate) const REASON_COMPLETIONS_REACHED: &str = "CompletionsReached";
+pub(crate) const MESSAGE_COMPLETIONS_REACHED: &str = "Reached expected number of succeeded pods";
+pub(crate) const REASON_JOB_SUSPENDED: &str = "JobSuspended";
+pub(crate) const MESSAGE_JOB_SUSPENDED: &str = "Job suspended";
+pub(crate) const REASON_JOB_RESUMED: &str = "JobResumed";
+pub(crate) const MESSAGE_JOB_RESUMED: &str = "Job resumed";
 
 /// Event reasons and messages (Normal unless noted).
-pub const EVENT_SUSPENDED: &str = "Suspended";
-pub const EVENT_RESUMED: &str = "Resumed";
-pub const EVENT_COMPLETED: &str = "Completed";
-pub const EVENT_COMPLETED_MESSAGE: &str = "Job completed";
+pub(crate) const EVENT_SUSPENDED: &str = "Suspended";
+pub(crate) const EVENT_RESUMED: &str = "Resumed";
+pub(crate) const EVENT_COMPLETED: &str = "Completed";
+pub(crate) const EVENT_COMPLETED_MESSAGE: &str = "Job completed";
 /// Warning.
-pub const EVENT_TOO_MANY_SUCCEEDED: &str = "TooManySucceededPods";
-pub const EVENT_TOO_MANY_SUCCEEDED_MESSAGE: &str =
+pub(crate) const EVENT_TOO_MANY_SUCCEEDED: &str = "TooManySucceededPods";
+pub(crate) const EVENT_TOO_MANY_SUCCEEDED_MESSAGE: &str =
     "Too many succeeded pods running after completion count reached";
 /// Warning.
-pub const EVENT_UNKNOWN_COMPLETION_MODE: &str = "UnknownCompletionMode";
-pub const EVENT_UNKNOWN_COMPLETION_MODE_MESSAGE: &str = "Skipped Job sync because completion mode is unknown";
+pub(crate) const EVENT_UNKNOWN_COMPLETION_MODE: &str = "UnknownCompletionMode";
+pub(crate) const EVENT_UNKNOWN_COMPLETION_MODE_MESSAGE: &str =
+    "Skipped Job sync because completion mode is unknown";
 
 /// A condition with both times set to `now` (upstream `newCondition`).
-pub fn new_condition(type_: &str, status: &str, reason: &str, message: &str, now: Timestamp) -> JobCondition {
+pub(crate) fn new_condition(
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    now: Timestamp,
+) -> JobCondition {
     JobCondition {
         type_: type_.to_owned(),
         status: status.to_owned(),
@@ -56,7 +63,7 @@ pub fn new_condition(type_: &str, status: &str, reason: &str, message: &str, now
 /// Sets the condition of `type_` to the given status, reason and message, replacing it (times
 /// included) only if one of them differs; a False condition is never added where none existed.
 /// Returns whether the list changed (upstream `ensureJobConditionStatus`).
-pub fn ensure_condition_status(
+pub(crate) fn ensure_condition_status(
     list: &mut Vec<JobCondition>,
     type_: &str,
     status: &str,
@@ -81,8 +88,18 @@ pub fn ensure_condition_status(
     false
 }
 
+/// A condition's reason, `""` if it has none.
+pub(crate) fn reason_of(c: &JobCondition) -> &str {
+    c.reason.as_deref().unwrap_or("")
+}
+
+/// A condition's message, `""` if it has none.
+pub(crate) fn message_of(c: &JobCondition) -> &str {
+    c.message.as_deref().unwrap_or("")
+}
+
 /// Whether `c` is a True condition of `type_`.
-pub fn is_true(c: Option<&JobCondition>, type_: &str) -> bool {
+pub(crate) fn is_true(c: Option<&JobCondition>, type_: &str) -> bool {
     c.is_some_and(|c| c.type_ == type_ && c.status == "True")
 }
 

@@ -4,18 +4,31 @@
 use controller::compact_pod::Pod;
 use std::{future::Future, sync::Arc, time::Duration};
 
-use controller::{
-    EventRecorder, Expectations, KubePodControl, PodControl, SystemClock,
-    consistency::ConsistencyStore,
-    events::TYPE_WARNING,
-    index::{POD_OWNER_INDEX, orphans_in, owned_by, pod_owner_index},
-    pod_control::{NoWrites, object_reference},
-    shadow::ShadowState,
-    worker::{DEFAULT_DRAIN_TIMEOUT, Reconciler, WorkerOptions, run_workers},
-};
+use controller::ConsistencyStore;
+use controller::Controller;
+use controller::ControllerMetrics;
+use controller::EventRecorder;
+use controller::Expectations;
+use controller::FeatureGates;
+use controller::KubePodControl;
+use controller::NoWrites;
+use controller::OWNER_INDEX;
+use controller::Owner;
+use controller::PodControl;
+use controller::Reconciler;
+use controller::SystemClock;
+use controller::Wiring;
+use controller::WorkerOptions;
+use controller::candidates;
+use controller::events::TYPE_WARNING;
+use controller::object_reference;
+use controller::owner_index;
+use controller::run_workers;
+use controller::shadow::ShadowState;
+use futures::{FutureExt as _, future::BoxFuture};
 use informer::{
-    HandlerRegistration, HasSynced, InformerOptions, MetricsProvider, ObjectKey, SharedInformer,
-    SharedInformerFactory, WorkQueue, wait_for_cache_sync, workqueue::ItemExponentialRateLimiter,
+    InformerOptions, ObjectKey, SharedInformer, SharedInformerFactory, WorkQueue,
+    workqueue::ItemExponentialRateLimiter,
 };
 use k8s_openapi::api::batch::v1::Job;
 use kube::Client;
@@ -23,7 +36,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     backoff::BackoffStore,
-    claim::owner,
     conditions::{EVENT_UNKNOWN_COMPLETION_MODE, EVENT_UNKNOWN_COMPLETION_MODE_MESSAGE},
     executor::{Executor, GR_JOBS, GR_PODS, SyncError},
     finalizer_expectations::FinalizerExpectations,
@@ -31,10 +43,9 @@ use crate::{
     metrics::{ACTION_RECONCILING, JobMetrics},
     observed_finishes::{FinishObserver, ObservedFinishes},
     orphans::{OrphanCleaner, OrphanKey},
-    plan::{Decision, PlanError, SyncInput, plan_pods},
+    plan::{Decision, ManageOutcome, PlanError, SyncInput, plan_pods, status_plan},
     shadow,
     spec::completion_mode_label,
-    tracking::ManageOutcome,
 };
 
 /// Workers (kube-controller-manager `--concurrent-job-syncs` default).
@@ -54,12 +65,11 @@ pub struct JobOptions {
     pub workers: usize,
     /// This process's identity, written as the reportingInstance of its events.
     pub instance: String,
-    /// Read our own writes: skip a sync while a cache is older than a pod create or status write
-    /// this controller made (upstream gate `StaleControllerConsistencyJob`, beta and on in 1.36).
-    pub stale_controller_consistency: bool,
-    /// Suspending a Job clears its startTime (gate `MutableSchedulingDirectivesForSuspendedJobs`,
-    /// beta and on by default in 1.36).
-    pub suspend_clears_start_time: bool,
+    /// The feature gates the controller reads (`--feature-gates`; default: Kubernetes 1.36's):
+    /// `StaleControllerConsistencyJob` (no sync while a cache is older than a pod create or status
+    /// write this controller made) and `MutableSchedulingDirectivesForSuspendedJobs` (suspending a
+    /// Job clears its startTime).
+    pub features: FeatureGates,
     /// How often the informers replay every cached object to the handlers (KCM:
     /// `--min-resync-period` × [1, 2), drawn once). `None`: no resync.
     pub resync_period: Option<Duration>,
@@ -72,8 +82,7 @@ impl Default for JobOptions {
         Self {
             workers: DEFAULT_WORKERS,
             instance: COMPONENT.to_owned(),
-            stale_controller_consistency: true,
-            suspend_clears_start_time: true,
+            features: FeatureGates::default(),
             resync_period: None,
             ignore_suspend: false,
         }
@@ -82,13 +91,12 @@ impl Default for JobOptions {
 
 /// The Job controller.
 pub struct JobController<P> {
+    wiring: Wiring,
     handlers: Handlers,
     jobs: SharedInformer<Job>,
     pods: SharedInformer<Pod>,
-    registrations: Vec<HandlerRegistration>,
     executor: Executor<P>,
     options: JobOptions,
-    sync_metrics: Arc<dyn informer::SyncMetrics>,
     shadow: Option<Shadow>,
 }
 
@@ -113,7 +121,7 @@ impl JobController<KubePodControl> {
         factory: &SharedInformerFactory,
         client: Client,
         options: JobOptions,
-        metrics: &dyn MetricsProvider,
+        metrics: &dyn ControllerMetrics,
         job_metrics: Arc<dyn JobMetrics>,
     ) -> Self {
         let recorder = EventRecorder::new(client.clone(), COMPONENT, &options.instance);
@@ -130,7 +138,7 @@ impl JobController<NoWrites> {
         client: Client,
         state: Arc<ShadowState>,
         options: JobOptions,
-        metrics: &dyn MetricsProvider,
+        metrics: &dyn ControllerMetrics,
     ) -> Self {
         let mut c = Self::with_control(
             factory,
@@ -142,8 +150,8 @@ impl JobController<NoWrites> {
             Arc::new(crate::metrics::NoJobMetrics),
         );
         let finishes = Arc::new(ObservedFinishes::default());
-        c.registrations
-            .push(c.pods.add_event_handler(FinishObserver(finishes.clone()), None));
+        let observer = c.pods.add_event_handler(FinishObserver(finishes.clone()), None);
+        c.wiring.register(observer);
         c.shadow = Some(Shadow { state, finishes });
         c
     }
@@ -156,23 +164,24 @@ impl<P: PodControl> JobController<P> {
         control: P,
         recorder: EventRecorder,
         options: JobOptions,
-        metrics: &dyn MetricsProvider,
+        metrics: &dyn ControllerMetrics,
         job_metrics: Arc<dyn JobMetrics>,
     ) -> Self {
         let jobs = factory.namespaced::<Job>(InformerOptions::default());
         let pods = factory.namespaced::<Pod>(InformerOptions::default());
-        pods.store().add_index(POD_OWNER_INDEX, pod_owner_index());
+        pods.store().add_index(OWNER_INDEX, owner_index());
         let clock: Arc<dyn controller::Clock> = Arc::new(SystemClock);
+        let queue = WorkQueue::with_limiter(
+            ItemExponentialRateLimiter::new(API_BACKOFF_BASE, API_BACKOFF_MAX),
+            QUEUE_NAME,
+            metrics,
+        );
         let handlers = Handlers {
             jobs: jobs.lister(),
             pods: pods.lister(),
             expectations: Arc::new(Expectations::new()),
             finalizers: Arc::new(FinalizerExpectations::default()),
-            queue: WorkQueue::with_limiter(
-                ItemExponentialRateLimiter::new(API_BACKOFF_BASE, API_BACKOFF_MAX),
-                QUEUE_NAME,
-                metrics,
-            ),
+            queue: queue.clone(),
             orphan_queue: WorkQueue::with_limiter(
                 ItemExponentialRateLimiter::new(API_BACKOFF_BASE, API_BACKOFF_MAX),
                 ORPHAN_QUEUE_NAME,
@@ -183,10 +192,9 @@ impl<P: PodControl> JobController<P> {
             backoff: Arc::new(BackoffStore::default()),
             finished: Arc::default(),
         };
-        let registrations = vec![
-            jobs.add_event_handler(JobHandler(handlers.clone()), options.resync_period),
-            pods.add_event_handler(PodHandler(handlers.clone()), options.resync_period),
-        ];
+        let mut wiring = Wiring::new(queue, options.workers, metrics.sync_metrics(QUEUE_NAME));
+        wiring.register(jobs.add_event_handler(JobHandler(handlers.clone()), options.resync_period));
+        wiring.register(pods.add_event_handler(PodHandler(handlers.clone()), options.resync_period));
         let executor = Executor {
             control,
             client,
@@ -200,51 +208,14 @@ impl<P: PodControl> JobController<P> {
             consistency: Arc::new(ConsistencyStore::new()),
         };
         Self {
+            wiring,
             handlers,
             jobs,
             pods,
-            registrations,
             executor,
             options,
-            sync_metrics: metrics.sync_metrics(QUEUE_NAME),
             shadow: None,
         }
-    }
-
-    pub fn has_synced(&self) -> bool {
-        self.registrations.iter().all(HandlerRegistration::has_synced)
-    }
-
-    pub fn queue(&self) -> &WorkQueue<ObjectKey> {
-        &self.handlers.queue
-    }
-
-    /// Runs the Job workers and as many orphan-pod workers (upstream starts one of each per
-    /// `--concurrent-job-syncs`) until `cancel` fires.
-    pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
-        let synced: Vec<&dyn HasSynced> = self.registrations.iter().map(|r| r as &dyn HasSynced).collect();
-        if !wait_for_cache_sync(&cancel, &synced).await {
-            return;
-        }
-        tracing::info!(
-            controller = COMPONENT,
-            workers = self.options.workers,
-            "caches synced; starting workers"
-        );
-        let options = WorkerOptions {
-            workers: self.options.workers,
-            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
-        };
-        let orphan_options = options;
-        let queue = self.handlers.queue.clone();
-        let orphan_queue = self.handlers.orphan_queue.clone();
-        let metrics = self.sync_metrics.clone();
-        let orphans = Arc::new(OrphanPods(self.clone()));
-        tokio::join!(
-            run_workers(COMPONENT, self, queue, metrics.clone(), options, cancel.clone()),
-            run_workers(COMPONENT, orphans, orphan_queue, metrics, orphan_options, cancel),
-        );
-        tracing::info!(controller = COMPONENT, "stopped");
     }
 
     /// One sync of the Job at `key` (upstream `syncJob`).
@@ -253,27 +224,17 @@ impl<P: PodControl> JobController<P> {
         let h = &self.handlers;
         // Read our own writes: no sync while a cache is older than what this controller wrote
         // (upstream checks before reading the Job).
-        let fresh = if self.options.stale_controller_consistency {
-            self.executor
-                .consistency
-                .ensure_ready(key.as_str(), |gr| match gr {
+        if self.options.features.stale_controller_consistency_job {
+            self.wiring
+                .ensure_fresh(&self.executor.consistency, key, |gr| match gr {
                     GR_PODS => self.pods.last_synced_resource_version(),
                     GR_JOBS => self.jobs.last_synced_resource_version(),
                     _ => u64::MAX,
                 })
-        } else {
-            Ok(())
-        };
-        if let Err(source) = fresh {
-            let (resource, group) = source
-                .group_resource
-                .split_once('.')
-                .unwrap_or((source.group_resource, ""));
-            self.executor.metrics.stale_sync_skip(group, resource);
-            return Err(SyncError::Stale {
-                key: key.clone(),
-                source,
-            });
+                .map_err(|source| SyncError::Stale {
+                    key: key.clone(),
+                    source,
+                })?;
         }
         let Some(mut job) = h.jobs.get(key.namespace(), key.name()) else {
             h.expectations.delete(key.as_str());
@@ -296,7 +257,7 @@ impl<P: PodControl> JobController<P> {
             return Ok(None);
         }
         let satisfied = h.expectations.satisfied(key.as_str());
-        let candidates = self.candidates(&job);
+        let candidates = candidates(self.pods.store(), &*job);
         let expected = h.finalizers.expected(key.as_str());
         let backoff = match &self.shadow {
             Some(s) => s.finishes.record(&job, &candidates),
@@ -309,7 +270,10 @@ impl<P: PodControl> JobController<P> {
             expected_rm_finalizers: &expected,
             backoff,
             now: self.executor.clock.now(),
-            suspend_clears_start_time: self.options.suspend_clears_start_time,
+            suspend_clears_start_time: self
+                .options
+                .features
+                .mutable_scheduling_directives_for_suspended_jobs,
         };
         let mode = completion_mode_label(&job);
         let plan = match plan_pods(&input) {
@@ -325,7 +289,7 @@ impl<P: PodControl> JobController<P> {
                     // The final status is compared before the Job is forgotten: a finished Job
                     // gets no more events, so a difference would otherwise never be seen.
                     let differences = shadow::final_status_differences(&input);
-                    let fingerprint = shadow::fingerprint(&job, &candidates);
+                    let fingerprint = controller::shadow::fingerprint(&*job, &candidates);
                     return Ok(state
                         .observe_sync(&self.executor.client, COMPONENT, key, fingerprint, differences)
                         .await);
@@ -334,7 +298,7 @@ impl<P: PodControl> JobController<P> {
             }
             Ok(Decision::UnknownCompletionMode) => {
                 self.executor.recorder.record(
-                    &object_reference(&owner(&job)),
+                    &object_reference(&Owner::of(&*job)),
                     TYPE_WARNING,
                     EVENT_UNKNOWN_COMPLETION_MODE,
                     EVENT_UNKNOWN_COMPLETION_MODE_MESSAGE.to_owned(),
@@ -352,10 +316,10 @@ impl<P: PodControl> JobController<P> {
             }
         };
         if let Some(Shadow { state, .. }) = &self.shadow {
-            let status = plan.status_plan(&ManageOutcome::assumed(&plan.action));
+            let status = status_plan(&plan, &ManageOutcome::assumed(&plan.action));
             let full = crate::plan::FullPlan { sync: plan, status };
             let differences = shadow::differences(&job, &full);
-            let fingerprint = shadow::fingerprint(&job, &candidates);
+            let fingerprint = controller::shadow::fingerprint(&*job, &candidates);
             return Ok(state
                 .observe_sync(&self.executor.client, COMPONENT, key, fingerprint, differences)
                 .await);
@@ -387,23 +351,7 @@ impl<P: PodControl> JobController<P> {
         }
     }
 
-    /// The Job's own pods and the orphans of its namespace.
-    fn candidates(&self, job: &Job) -> Vec<Arc<Pod>> {
-        let store = self.pods.store();
-        let uid = job.metadata.uid.as_deref().unwrap_or_default();
-        let ns = job.metadata.namespace.as_deref().unwrap_or_default();
-        let mut pods = store
-            .by_index(POD_OWNER_INDEX, &owned_by(uid))
-            .unwrap_or_default();
-        pods.extend(
-            store
-                .by_index(POD_OWNER_INDEX, &orphans_in(ns))
-                .unwrap_or_default(),
-        );
-        pods
-    }
-
-    /// One item of the orphan queue (upstream `syncOrphanPod`); see [`crate::orphans`].
+    /// One item of the orphan queue (upstream `syncOrphanPod`); see `orphans.rs`.
     pub async fn sync_orphan(&self, key: &OrphanKey) -> Result<Option<Duration>, SyncError> {
         let cleaner = OrphanCleaner {
             pods: &self.handlers.pods,
@@ -420,6 +368,27 @@ impl<P: PodControl> Reconciler for JobController<P> {
 
     fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, SyncError>> + Send {
         JobController::sync(self, key)
+    }
+}
+
+impl<P: PodControl> Controller for JobController<P> {
+    const NAME: &'static str = COMPONENT;
+
+    fn wiring(&self) -> &Wiring {
+        &self.wiring
+    }
+
+    /// The orphan-pod workers: as many as the Job workers (upstream starts one of each per
+    /// `--concurrent-job-syncs`).
+    fn run_beside(
+        self: &Arc<Self>,
+        options: WorkerOptions,
+        cancel: CancellationToken,
+    ) -> Option<BoxFuture<'static, ()>> {
+        let queue = self.handlers.orphan_queue.clone();
+        let metrics = self.wiring.metrics().clone();
+        let orphans = Arc::new(OrphanPods(self.clone()));
+        Some(run_workers(COMPONENT, orphans, queue, metrics, options, cancel).boxed())
     }
 }
 

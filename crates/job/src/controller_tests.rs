@@ -2,7 +2,8 @@
 //! selector is an error retried with backoff, a cache older than this controller's writes skips
 //! the sync (`StaleControllerConsistencyJob`), an unknown completion mode gets its event.
 
-use informer::{NoopMetrics, SharedInformerFactory, Store};
+use controller::{ControllerMetrics, SyncMetrics};
+use informer::{MetricsProvider, SharedInformerFactory, Store};
 use parking_lot::Mutex;
 
 use super::*;
@@ -13,15 +14,27 @@ use crate::{
 
 const KEY: &str = "ns/foobar";
 
-#[derive(Debug, Default)]
-struct Recorded(Mutex<Vec<String>>);
+/// The Job's own metrics and the sync metrics every controller reports, in one list.
+#[derive(Debug, Default, Clone)]
+struct Recorded(Arc<Mutex<Vec<String>>>);
 
 impl JobMetrics for Recorded {
     fn job_sync(&self, mode: &str, result: &str, action: &str, _: Duration) {
         self.0.lock().push(format!("sync {mode} {result} {action}"));
     }
+}
+
+impl SyncMetrics for Recorded {
     fn stale_sync_skip(&self, group: &str, resource: &str) {
         self.0.lock().push(format!("stale {group} {resource}"));
+    }
+}
+
+impl MetricsProvider for Recorded {}
+
+impl ControllerMetrics for Recorded {
+    fn sync_metrics(&self, _: &str) -> Arc<dyn SyncMetrics> {
+        Arc::new(self.clone())
     }
 }
 
@@ -44,7 +57,7 @@ fn controller_with(j: Job, options: JobOptions) -> (JobController<FakeCluster>, 
         cluster.clone(),
         EventRecorder::in_memory(),
         options,
-        &NoopMetrics,
+        &*metrics,
         metrics.clone(),
     );
     put(c.handlers.jobs.store(), j);
@@ -89,7 +102,7 @@ async fn a_cache_older_than_our_own_writes_skips_the_sync() {
 #[tokio::test]
 async fn with_the_gate_off_a_stale_cache_does_not_stop_the_sync() {
     let options = JobOptions {
-        stale_controller_consistency: false,
+        features: controller::FeatureGates::parse("StaleControllerConsistencyJob=false").unwrap(),
         ..JobOptions::default()
     };
     let (c, _, metrics) = controller_with(job(2, Some(2)), options);
@@ -136,7 +149,7 @@ async fn a_failed_sync_keeps_its_timed_wake_up() {
 #[tokio::test]
 async fn a_job_written_finished_is_not_synced_on_a_stale_cache() {
     let options = JobOptions {
-        stale_controller_consistency: false,
+        features: controller::FeatureGates::parse("StaleControllerConsistencyJob=false").unwrap(),
         ..JobOptions::default()
     };
     let (c, cluster, _) = controller_with(job(2, Some(2)), options);

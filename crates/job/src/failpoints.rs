@@ -10,14 +10,14 @@
 
 /// After the status write that records finished pods in `uncountedTerminatedPods`, before any of
 /// their finalizers is removed.
-pub const AFTER_UNCOUNTED_STATUS: &str = "job-after-uncounted-status";
+pub(crate) const AFTER_UNCOUNTED_STATUS: &str = "job-after-uncounted-status";
 /// After finalizers were removed, before the status write that moves the pods from
 /// `uncountedTerminatedPods` into the counters.
-pub const AFTER_FINALIZER_REMOVAL: &str = "job-after-finalizer-removal";
+pub(crate) const AFTER_FINALIZER_REMOVAL: &str = "job-after-finalizer-removal";
 
 /// Aborts the process if the crash point `name` is switched on.
 #[cfg_attr(not(feature = "failpoints"), allow(unused_variables))]
-pub fn crash_at(name: &'static str) {
+pub(crate) fn crash_at(name: &'static str) {
     fail::fail_point!(name, |_| {
         tracing::error!(failpoint = name, "crash point reached: aborting");
         std::process::abort()

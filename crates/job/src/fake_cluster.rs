@@ -12,7 +12,11 @@ use std::{
 };
 
 use bytes::Bytes;
-use controller::{ControlError, Owner, PodControl, Written, pod_control::pod_from_template};
+use controller::ControlError;
+use controller::Owner;
+use controller::PodControl;
+use controller::Written;
+use controller::pod_from_template;
 use http::{Request, Response};
 use http_body_util::{BodyExt as _, Full};
 use k8s_openapi::{

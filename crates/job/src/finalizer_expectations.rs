@@ -8,21 +8,21 @@ use parking_lot::Mutex;
 
 /// Per Job key, the UIDs whose finalizer removal is expected.
 #[derive(Debug, Default)]
-pub struct FinalizerExpectations {
+pub(crate) struct FinalizerExpectations {
     by_job: Mutex<HashMap<String, HashSet<String>>>,
 }
 
 impl FinalizerExpectations {
-    pub fn expected(&self, key: &str) -> HashSet<String> {
+    pub(crate) fn expected(&self, key: &str) -> HashSet<String> {
         self.by_job.lock().get(key).cloned().unwrap_or_default()
     }
 
-    pub fn expect_removed(&self, key: &str, uids: impl IntoIterator<Item = String>) {
+    pub(crate) fn expect_removed(&self, key: &str, uids: impl IntoIterator<Item = String>) {
         self.by_job.lock().entry(key.to_owned()).or_default().extend(uids);
     }
 
     /// The removal was seen (pod update without the finalizer, final delete) or failed.
-    pub fn removal_observed(&self, key: &str, uid: &str) {
+    pub(crate) fn removal_observed(&self, key: &str, uid: &str) {
         let mut by_job = self.by_job.lock();
         if let Some(set) = by_job.get_mut(key) {
             set.remove(uid);
@@ -32,7 +32,7 @@ impl FinalizerExpectations {
         }
     }
 
-    pub fn delete(&self, key: &str) {
+    pub(crate) fn delete(&self, key: &str) {
         self.by_job.lock().remove(key);
     }
 }

@@ -13,21 +13,21 @@ use parking_lot::Mutex;
 
 /// Job UIDs written finished and not yet seen finished in the cache.
 #[derive(Debug, Default)]
-pub struct FinishedJobs(Mutex<HashSet<String>>);
+pub(crate) struct FinishedJobs(Mutex<HashSet<String>>);
 
 impl FinishedJobs {
     /// The finishing status write for the Job `uid` succeeded.
-    pub fn written(&self, uid: &str) {
+    pub(crate) fn written(&self, uid: &str) {
         self.0.lock().insert(uid.to_owned());
     }
 
     /// The cache shows the Job finished, or it was deleted: nothing is awaited for it any more.
-    pub fn observed(&self, uid: &str) {
+    pub(crate) fn observed(&self, uid: &str) {
         self.0.lock().remove(uid);
     }
 
     /// Whether a sync of the Job `uid` must wait for the cache to show it finished.
-    pub fn awaited(&self, uid: &str) -> bool {
+    pub(crate) fn awaited(&self, uid: &str) -> bool {
         self.0.lock().contains(uid)
     }
 }

@@ -5,18 +5,22 @@
 use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
-use controller::{Clock, Expectations, pod_util::controller_of};
-use informer::{DeletedObject, EventHandler, LabelMatcher, Lister, ObjectKey, WorkQueue};
+use controller::Clock;
+use controller::Expectations;
+use controller::pod_util::controller_of;
+use controller::resolve_controller;
+use controller::selecting;
+use informer::{DeletedObject, EventHandler, Lister, ObjectKey, WorkQueue};
 use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::OwnerReference};
 
 use crate::{
     backoff::BackoffStore,
-    claim::selector,
     finalizer_expectations::FinalizerExpectations,
     finished_jobs::FinishedJobs,
-    manage::SYNC_JOB_BATCH_PERIOD,
     metrics::{EVENT_ADD, EVENT_DELETE, JobMetrics},
     orphans::OrphanKey,
+    ownership::selector,
+    plan::SYNC_JOB_BATCH_PERIOD,
     spec::{has_tracking_finalizer, is_finished, managed_by_external, phase},
 };
 
@@ -47,30 +51,13 @@ impl std::fmt::Debug for Handlers {
 
 impl Handlers {
     fn resolve(&self, namespace: Option<&str>, r: &OwnerReference) -> Option<Arc<Job>> {
-        if r.kind != "Job" {
-            return None;
-        }
-        self.jobs
-            .get(namespace, &r.name)
-            .filter(|j| j.metadata.uid.as_deref() == Some(r.uid.as_str()))
+        resolve_controller(&self.jobs, namespace, r)
     }
 
     /// Jobs whose selector matches the pod (client-go's `GetPodJobs`): none for a pod without labels;
     /// Jobs with an invalid selector never match.
     fn matching(&self, pod: &Pod) -> Vec<Arc<Job>> {
-        let Some(ns) = pod.metadata.namespace.as_deref() else {
-            return Vec::new();
-        };
-        let labels = pod.metadata.labels.as_ref().filter(|l| !l.is_empty());
-        if labels.is_none() {
-            return Vec::new();
-        }
-        let jobs: Vec<_> = self
-            .jobs
-            .list_namespace(ns, &LabelMatcher::Everything)
-            .into_iter()
-            .filter(|j| selector(j).is_ok_and(|m| m.matches_labels(labels)))
-            .collect();
+        let jobs = selecting(&self.jobs, &pod.metadata, |j| selector(j).ok());
         if jobs.len() > 1 {
             tracing::warn!(pod = ?pod.metadata.name, "user error: more than one Job selects this pod's labels");
         }
@@ -182,7 +169,7 @@ impl EventHandler<Job> for JobHandler {
         if let (Some(start), Some(ads)) = (start, cur_ads)
             && old_ads != Some(ads)
         {
-            let left = crate::finishing::deadline_left(ads, start.0, h.clock.now());
+            let left = crate::plan::deadline_left(ads, start.0, h.clock.now());
             h.queue.add_after(
                 key,
                 Duration::from_nanos(u64::try_from(left.max(0)).unwrap_or(u64::MAX)),

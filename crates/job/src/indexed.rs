@@ -27,14 +27,14 @@ use crate::{
 };
 
 /// The environment variable every container of an Indexed Job's pods gets.
-pub const COMPLETION_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+pub(crate) const COMPLETION_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
 /// Longest `generateName` the API server accepts before appending its 5 random characters
 /// (apiserver `names.MaxGeneratedNameLength`: 63 − 5).
-pub const MAX_GENERATED_NAME_LENGTH: usize = 58;
+pub(crate) const MAX_GENERATED_NAME_LENGTH: usize = 58;
 
 /// `status.completedIndexes` as it was, and with the succeeded pods still carrying the finalizer
 /// added (upstream `calculateSucceededIndexes`).
-pub fn succeeded_indexes(job: &Job, pods: &[Arc<Pod>]) -> (OrderedIntervals, OrderedIntervals) {
+pub(crate) fn succeeded_indexes(job: &Job, pods: &[Arc<Pod>]) -> (OrderedIntervals, OrderedIntervals) {
     let prev = completed_indexes(job);
     let completions = indexed_completions(job);
     let new: BTreeSet<i32> = pods
@@ -48,7 +48,7 @@ pub fn succeeded_indexes(job: &Job, pods: &[Arc<Pod>]) -> (OrderedIntervals, Ord
 
 /// `status.failedIndexes` plus the indexes whose pods failed for good since (upstream
 /// `calculateFailedIndexes`).
-pub fn failed_indexes(job: &Job, pods: &[Arc<Pod>]) -> OrderedIntervals {
+pub(crate) fn failed_indexes(job: &Job, pods: &[Arc<Pod>]) -> OrderedIntervals {
     let completions = indexed_completions(job);
     let prev = job
         .status
@@ -66,7 +66,7 @@ pub fn failed_indexes(job: &Job, pods: &[Arc<Pod>]) -> OrderedIntervals {
 
 /// The pod's failure fails its index: a FailIndex rule, or a counted failure once the index has used
 /// up backoffLimitPerIndex.
-pub fn is_index_failed(job: &Job, pod: &Pod) -> bool {
+pub(crate) fn is_index_failed(job: &Job, pod: &Pod) -> bool {
     if !is_pod_failed(pod, job) {
         return false;
     }
@@ -80,7 +80,11 @@ pub fn is_index_failed(job: &Job, pod: &Pod) -> bool {
 
 /// The lowest `count` indexes below `completions` that are not succeeded, active, failed or (when
 /// only failed pods are replaced) still terminating (upstream `firstPendingIndexes`).
-pub fn first_pending_indexes(count: usize, completions: i32, non_pending: &OrderedIntervals) -> Vec<i32> {
+pub(crate) fn first_pending_indexes(
+    count: usize,
+    completions: i32,
+    non_pending: &OrderedIntervals,
+) -> Vec<i32> {
     let mut out = Vec::with_capacity(count.min(usize::try_from(completions).unwrap_or(0)));
     let mut candidate = 0;
     for iv in &non_pending.0 {
@@ -99,7 +103,7 @@ pub fn first_pending_indexes(count: usize, completions: i32, non_pending: &Order
 }
 
 /// The indexes of `pods`, in order.
-pub fn indexes_of<'a>(pods: impl IntoIterator<Item = &'a Arc<Pod>>) -> Vec<i32> {
+pub(crate) fn indexes_of<'a>(pods: impl IntoIterator<Item = &'a Arc<Pod>>) -> Vec<i32> {
     let set: BTreeSet<i32> = pods.into_iter().filter_map(|p| completion_index(p)).collect();
     set.into_iter().collect()
 }
@@ -107,7 +111,7 @@ pub fn indexes_of<'a>(pods: impl IntoIterator<Item = &'a Arc<Pod>>) -> Vec<i32> 
 /// Active pods to remove from an Indexed Job before any scale-down: pods without an index or with one
 /// at or above `completions`, and for each index all but the pod that would be deleted last
 /// (upstream `appendDuplicatedIndexPodsForRemoval`). Returns (to remove, kept).
-pub fn duplicated_index_pods(pods: &[Arc<Pod>], completions: i32) -> (Vec<Arc<Pod>>, Vec<Arc<Pod>>) {
+pub(crate) fn duplicated_index_pods(pods: &[Arc<Pod>], completions: i32) -> (Vec<Arc<Pod>>, Vec<Arc<Pod>>) {
     let mut by_index: BTreeMap<Option<i32>, Vec<Arc<Pod>>> = BTreeMap::new();
     for p in pods {
         by_index.entry(completion_index(p)).or_default().push(p.clone());
@@ -131,7 +135,7 @@ pub fn duplicated_index_pods(pods: &[Arc<Pod>], completions: i32) -> (Vec<Arc<Po
 /// For each index whose failed pod must stay until its replacement exists, that pod (the failure
 /// count moves to the replacement through an annotation; upstream `getPodsWithDelayedDeletionPerIndex`).
 /// Indexes already succeeded, failed or active need no such pod.
-pub fn pods_with_delayed_deletion(
+pub(crate) fn pods_with_delayed_deletion(
     job: &Job,
     pods: &[Arc<Pod>],
     active: &[Arc<Pod>],
@@ -166,7 +170,7 @@ pub fn pods_with_delayed_deletion(
 
 /// The failure counts the replacement of `replaced` carries: (counted, ignored) (upstream
 /// `getNewIndexFailureCounts`).
-pub fn new_index_failure_counts(job: &Job, replaced: Option<&Pod>) -> (i32, i32) {
+pub(crate) fn new_index_failure_counts(job: &Job, replaced: Option<&Pod>) -> (i32, i32) {
     let Some(p) = replaced else { return (0, 0) };
     let (mut counted, mut ignored) = (
         index_failure_count(p),
@@ -182,7 +186,7 @@ pub fn new_index_failure_counts(job: &Job, replaced: Option<&Pod>) -> (i32, i32)
 }
 
 /// `<job>-<index>-`, the job name cut so that the prefix fits the generated-name limit.
-pub fn generate_name_with_index(job_name: &str, index: i32) -> String {
+pub(crate) fn generate_name_with_index(job_name: &str, index: i32) -> String {
     let suffix = format!("-{index}-");
     let mut prefix = format!("{job_name}{suffix}");
     if prefix.len() > MAX_GENERATED_NAME_LENGTH {
@@ -197,7 +201,7 @@ pub fn generate_name_with_index(job_name: &str, index: i32) -> String {
 
 /// Adds `JOB_COMPLETION_INDEX` from the index label through the downward API to every container
 /// that does not set it already (upstream `addCompletionIndexEnvVariables`, `PodIndexLabel` on).
-pub fn add_completion_index_env(template: &mut PodTemplateSpec) {
+pub(crate) fn add_completion_index_env(template: &mut PodTemplateSpec) {
     let Some(spec) = template.spec.as_mut() else {
         return;
     };
@@ -224,7 +228,7 @@ pub fn add_completion_index_env(template: &mut PodTemplateSpec) {
 
 /// The template for the pod of `index`: the index as annotation and label, the hostname, and with
 /// backoffLimitPerIndex the failure counts taken over from `replaced`.
-pub fn template_for_index(
+pub(crate) fn template_for_index(
     job: &Job,
     base: &PodTemplateSpec,
     index: i32,

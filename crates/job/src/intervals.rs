@@ -10,20 +10,20 @@ use std::fmt;
 
 /// One run of consecutive indexes, both ends included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Interval {
-    pub first: i32,
-    pub last: i32,
+pub(crate) struct Interval {
+    pub(crate) first: i32,
+    pub(crate) last: i32,
 }
 
 /// Disjoint intervals in increasing order, never two adjacent ones (they are merged).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OrderedIntervals(pub Vec<Interval>);
+pub(crate) struct OrderedIntervals(pub(crate) Vec<Interval>);
 
 impl OrderedIntervals {
     /// Parses an index string, keeping only indexes below `completions`. Like upstream, an interval
     /// that does not parse is skipped and parsing stops at the first interval starting at or beyond
     /// `completions` (the strings this controller reads are ordered, so nothing valid follows).
-    pub fn parse(s: &str, completions: i32) -> Self {
+    pub(crate) fn parse(s: &str, completions: i32) -> Self {
         let mut out: Vec<Interval> = Vec::new();
         if s.is_empty() {
             return Self(out);
@@ -57,14 +57,14 @@ impl OrderedIntervals {
 
     /// This set plus `indexes`, which must be in increasing order.
     #[must_use]
-    pub fn with_ordered_indexes(&self, indexes: &[i32]) -> Self {
+    pub(crate) fn with_ordered_indexes(&self, indexes: &[i32]) -> Self {
         let single = Self(indexes.iter().map(|&i| Interval { first: i, last: i }).collect());
         self.merge(&single)
     }
 
     /// The union of two sets.
     #[must_use]
-    pub fn merge(&self, other: &Self) -> Self {
+    pub(crate) fn merge(&self, other: &Self) -> Self {
         let mut out: Vec<Interval> = Vec::with_capacity(self.0.len() + other.0.len());
         let mut push = |iv: Interval| match out.last_mut() {
             Some(prev) if iv.first <= prev.last.saturating_add(1) => prev.last = prev.last.max(iv.last),
@@ -85,22 +85,23 @@ impl OrderedIntervals {
     }
 
     /// How many indexes the set holds.
-    pub fn total(&self) -> i32 {
+    pub(crate) fn total(&self) -> i32 {
         self.0.iter().map(|iv| iv.last - iv.first + 1).sum()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
     /// Whether `ix` is in the set (binary search: index strings of 100,000 completions are common).
-    pub fn has(&self, ix: i32) -> bool {
+    pub(crate) fn has(&self, ix: i32) -> bool {
         let pos = self.0.partition_point(|iv| iv.last < ix);
         self.0.get(pos).is_some_and(|iv| iv.first <= ix)
     }
 
-    /// Every index of the set, in order.
-    pub fn indexes(&self) -> impl Iterator<Item = i32> + '_ {
+    /// Every index of the set, in order (the property tests check the set through it).
+    #[cfg(test)]
+    pub(crate) fn indexes(&self) -> impl Iterator<Item = i32> + '_ {
         self.0.iter().flat_map(|iv| iv.first..=iv.last)
     }
 }

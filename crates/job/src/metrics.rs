@@ -1,6 +1,6 @@
 //! The Job controller's metrics with upstream's names and labels (`pkg/controller/job/metrics`,
 //! subsystem `job_controller`), reported through a trait with no-op defaults: this crate reports, the
-//! binary decides where figures go (as `informer::SyncMetrics`).
+//! binary decides where figures go (as `controller::SyncMetrics`, which carries the stale-sync skips).
 
 use std::time::Duration;
 
@@ -57,11 +57,6 @@ pub trait JobMetrics: Send + Sync + 'static {
     /// `job_controller_jobs_by_external_controller_total{controller_name}`.
     fn job_by_external_controller(&self, controller_name: &str) {
         let _ = controller_name;
-    }
-    /// `job_controller_stale_sync_skips_total{group,resource}` (1.36, `StaleControllerConsistencyJob`):
-    /// a sync skipped because a cache had not caught up with this controller's own write.
-    fn stale_sync_skip(&self, group: &str, resource: &str) {
-        let _ = (group, resource);
     }
 }
 

@@ -51,7 +51,7 @@ struct JobFinishes {
 
 /// Finished pods seen, by the controlling Job's `namespace/name`.
 #[derive(Debug, Default)]
-pub struct ObservedFinishes {
+pub(crate) struct ObservedFinishes {
     by_job: Mutex<HashMap<String, JobFinishes>>,
 }
 
@@ -91,14 +91,14 @@ impl ObservedFinishes {
     }
 
     /// Forgets a Job (`namespace/name`) that is gone or finished.
-    pub fn forget(&self, job_key: &str) {
+    pub(crate) fn forget(&self, job_key: &str) {
         self.by_job.lock().remove(job_key);
     }
 
     /// The record upstream holds for `job`: every finish seen but those of `pods` that upstream has
     /// not counted yet (the tracking finalizer still on, not in `uncountedTerminatedPods`), which
     /// the plan adds itself as this sync's newly finished pods.
-    pub fn record(&self, job: &Job, pods: &[Arc<Pod>]) -> BackoffRecord {
+    pub(crate) fn record(&self, job: &Job, pods: &[Arc<Pod>]) -> BackoffRecord {
         let uncounted: HashSet<&str> = job
             .status
             .as_ref()
@@ -150,7 +150,7 @@ impl ObservedFinishes {
 
 /// Feeds [`ObservedFinishes`] from the pod informer.
 #[derive(Debug, Clone)]
-pub struct FinishObserver(pub Arc<ObservedFinishes>);
+pub(crate) struct FinishObserver(pub(crate) Arc<ObservedFinishes>);
 
 impl EventHandler<Pod> for FinishObserver {
     fn on_add(&self, pod: &Arc<Pod>, _: bool) {

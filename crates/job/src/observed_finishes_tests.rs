@@ -101,11 +101,11 @@ fn the_shadow_plan_waits_out_the_backoff_upstream_waits_out() {
     };
     let with_record = plan(o.record(&j, &candidates));
     assert!(
-        matches!(with_record.action, crate::manage::PodAction::None),
+        matches!(with_record.action, crate::plan::PodAction::None),
         "{:?}",
         with_record.action
     );
     assert_eq!(with_record.requeue_after, Some(std::time::Duration::from_secs(7)));
     let blind = plan(BackoffStore::default().get("ns/foobar"));
-    assert!(matches!(blind.action, crate::manage::PodAction::Create(_)));
+    assert!(matches!(blind.action, crate::plan::PodAction::Create(_)));
 }

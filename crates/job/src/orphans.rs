@@ -17,8 +17,8 @@ use informer::{LabelMatcher, Lister, ObjectKey, SelectorError};
 use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::LabelSelector};
 
 use crate::{
-    claim::selector,
     executor::{SyncError, remove_finalizer_patch},
+    ownership::selector,
     spec::{has_tracking_finalizer, is_finished, managed_by_external},
 };
 
@@ -33,13 +33,13 @@ pub enum OrphanKey {
 }
 
 impl OrphanKey {
-    pub fn pod(pod: &Pod) -> Self {
+    pub(crate) fn pod(pod: &Pod) -> Self {
         OrphanKey::Pod(ObjectKey::of(pod))
     }
 
     /// The key sweeping the pods of `job`'s selector; an invalid selector has no key (upstream logs
     /// it and queues nothing).
-    pub fn selector_of(job: &Job) -> Result<Self, SelectorError> {
+    pub(crate) fn selector_of(job: &Job) -> Result<Self, SelectorError> {
         selector(job)?;
         let s = job.spec.as_ref().and_then(|s| s.selector.as_ref());
         Ok(OrphanKey::Selector {
@@ -62,19 +62,19 @@ impl fmt::Display for OrphanKey {
 
 /// What an orphan sync reads and writes through.
 #[derive(Debug)]
-pub struct OrphanCleaner<'a, P> {
-    pub pods: &'a Lister<Pod>,
-    pub jobs: &'a Lister<Job>,
-    pub control: &'a P,
+pub(crate) struct OrphanCleaner<'a, P> {
+    pub(crate) pods: &'a Lister<Pod>,
+    pub(crate) jobs: &'a Lister<Job>,
+    pub(crate) control: &'a P,
     /// Shadow mode: decide, never write.
-    pub read_only: bool,
+    pub(crate) read_only: bool,
 }
 
 impl<P: PodControl> OrphanCleaner<'_, P> {
     /// One item of the orphan queue. A pod key fails (and is retried) when its patch fails; a
     /// selector sweep logs each failed pod and succeeds, as upstream (each of those pods is queued
     /// again by its own events).
-    pub async fn sync(&self, key: &OrphanKey) -> Result<(), SyncError> {
+    pub(crate) async fn sync(&self, key: &OrphanKey) -> Result<(), SyncError> {
         match key {
             OrphanKey::Pod(k) => match self.pods.get(k.namespace(), k.name()) {
                 Some(pod) => self.clean(&pod).await,
@@ -98,7 +98,7 @@ impl<P: PodControl> OrphanCleaner<'_, P> {
     /// Whether `pod`'s finalizer must go: it has one, and no live, unfinished Job of ours controls
     /// it (upstream `handleSingleOrphanPod`), or the Job controlling it is being deleted and no longer
     /// selects it ([`stray_of_deleting_job`]).
-    pub fn must_clean(&self, pod: &Pod) -> bool {
+    pub(crate) fn must_clean(&self, pod: &Pod) -> bool {
         if !has_tracking_finalizer(&pod.metadata) {
             return false;
         }
@@ -145,7 +145,7 @@ mod tests;
 /// controller: a pod relabelled, then its Job deleted in the foreground within the 1 s batch). kcm-rs
 /// removes the finalizer here, keeping the owner reference, so the garbage collector finishes the
 /// deletion the user asked for. A deliberate difference (crate docs).
-pub fn stray_of_deleting_job(job: &Job, pod: &Pod) -> bool {
+pub(crate) fn stray_of_deleting_job(job: &Job, pod: &Pod) -> bool {
     controller::pod_util::is_deleting(&job.metadata)
-        && crate::claim::selector(job).is_ok_and(|m| !m.matches_labels(pod.metadata.labels.as_ref()))
+        && crate::ownership::selector(job).is_ok_and(|m| !m.matches_labels(pod.metadata.labels.as_ref()))
 }

@@ -5,7 +5,7 @@ use k8s_openapi::api::batch::v1::{PodFailurePolicy, PodFailurePolicyOnExitCodesR
 
 /// The action of the rule a pod matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Action {
+pub(crate) enum Action {
     FailJob,
     FailIndex,
     Ignore,
@@ -15,7 +15,7 @@ pub enum Action {
 impl Action {
     /// The API spelling, also the `action` label of
     /// `job_controller_pod_failures_handled_by_failure_policy_total`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Action::FailJob => "FailJob",
             Action::FailIndex => "FailIndex",
@@ -27,13 +27,13 @@ impl Action {
 
 /// What the policy says about one failed pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicyMatch {
+pub(crate) struct PolicyMatch {
     /// With a FailJob match: the message of the Job's failure condition.
-    pub fail_job_message: Option<String>,
+    pub(crate) fail_job_message: Option<String>,
     /// Whether the failure counts toward backoffLimit and backoffLimitPerIndex (false on Ignore).
-    pub count_failed: bool,
+    pub(crate) count_failed: bool,
     /// The matched rule's action; `None` when no rule matched.
-    pub action: Option<Action>,
+    pub(crate) action: Option<Action>,
 }
 
 impl PolicyMatch {
@@ -46,7 +46,7 @@ impl PolicyMatch {
 
 /// The first rule the failed pod matches decides (upstream `matchPodFailurePolicy`). A rule with an
 /// action this controller does not know is skipped, as upstream's switch falls through it.
-pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &Pod) -> PolicyMatch {
+pub(crate) fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &Pod) -> PolicyMatch {
     let Some(policy) = policy else {
         return PolicyMatch::NO_MATCH;
     };

@@ -1,50 +1,41 @@
 //! What shadow mode calls a disagreement for a Job: a plan that would write to pods, or a computed
 //! status different from the one upstream wrote.
 
-use controller::compact_pod::Pod;
-use std::{
-    hash::{Hash, Hasher},
-    sync::Arc,
-};
-
+use controller::shadow::{Differences, names};
 use k8s_openapi::api::batch::v1::{Job, JobStatus};
 
 use crate::{
     conditions::{COMPLETE, FAILED},
-    manage::PodAction,
-    plan::{Decision, FullPlan, SyncInput, plan_pods},
-    tracking::ManageOutcome,
+    plan::{
+        Decision, FullPlan, ManageOutcome, PodAction, SyncInput, plan_pods, status_after_removal, status_plan,
+    },
 };
 
 /// One line per disagreeing field or intended write; empty when kcm-rs agrees with upstream.
 pub fn differences(job: &Job, plan: &FullPlan) -> Vec<String> {
-    let mut out = Vec::new();
-    let names = |pods: &[Arc<Pod>]| {
-        pods.iter()
-            .map(|p| p.metadata.name.clone().unwrap_or_default())
-            .collect::<Vec<_>>()
-    };
+    let mut out = Differences::new();
     match &plan.sync.action {
         PodAction::None => {}
-        PodAction::Create(c) if c.indexes.is_empty() => {
-            out.push(format!("pods: kcm-rs would create {}", c.count))
-        }
-        PodAction::Create(c) => out.push(format!("pods: kcm-rs would create indexes {:?}", c.indexes)),
+        PodAction::Create(c) if c.indexes.is_empty() => out.would("pods", format_args!("create {}", c.count)),
+        PodAction::Create(c) => out.would("pods", format_args!("create indexes {:?}", c.indexes)),
         // An empty deletion (a suspended Job with nothing left running) writes nothing.
-        PodAction::Delete(p) | PodAction::DeleteActive(p) if p.is_empty() => {}
-        PodAction::Delete(p) | PodAction::DeleteActive(p) => {
-            out.push(format!("pods: kcm-rs would delete {:?}", names(p)))
+        PodAction::RemoveFinalizerThenDelete(p) | PodAction::DeleteKeepingFinalizer(p) if p.is_empty() => {}
+        PodAction::RemoveFinalizerThenDelete(p) | PodAction::DeleteKeepingFinalizer(p) => {
+            out.would("pods", format_args!("delete {:?}", names(p)))
         }
     }
     if !plan.status.remove_finalizers.is_empty() {
-        out.push(format!(
-            "pods: kcm-rs would remove the finalizer of {:?}",
-            names(&plan.status.remove_finalizers)
-        ));
+        out.would(
+            "pods",
+            format_args!(
+                "remove the finalizer of {:?}",
+                names(&plan.status.remove_finalizers)
+            ),
+        );
     }
     let old = job.status.clone().unwrap_or_default();
     status_differences(&old, &plan.status.status, &mut out);
-    out
+    out.into_lines()
 }
 
 /// For a Job upstream finished (the shadow would otherwise forget it at once): the status kcm-rs
@@ -63,75 +54,42 @@ pub fn final_status_differences(input: &SyncInput<'_>) -> Vec<String> {
     let Ok(Decision::Sync(plan)) = plan_pods(&open_input) else {
         return Vec::new();
     };
-    let status = plan.status_plan(&ManageOutcome::assumed(&plan.action));
+    let status = status_plan(&plan, &ManageOutcome::assumed(&plan.action));
     let removed = status
         .remove_finalizers
         .iter()
         .filter_map(|p| p.metadata.uid.clone())
         .collect();
-    let after = status.after_removal(&removed, false, input.now);
-    let mut out = Vec::new();
+    let after = status_after_removal(&status, &removed, false, input.now);
+    let mut out = Differences::new();
     let upstream = input.job.status.clone().unwrap_or_default();
     status_differences(&upstream, &after.status, &mut out);
-    out
+    out.into_lines()
 }
 
 /// One line per status field that differs between upstream's `old` and kcm-rs's `new`.
-fn status_differences(old: &JobStatus, new: &JobStatus, out: &mut Vec<String>) {
-    let n = |v: Option<i32>| v.unwrap_or(0);
-    let mut field = |name: &str, upstream: String, ours: String| {
-        if upstream != ours {
-            out.push(format!("status.{name}: upstream {upstream}, kcm-rs {ours}"));
-        }
-    };
-    field("active", n(old.active).to_string(), n(new.active).to_string());
-    field("ready", n(old.ready).to_string(), n(new.ready).to_string());
-    field(
-        "terminating",
-        n(old.terminating).to_string(),
-        n(new.terminating).to_string(),
-    );
-    field(
-        "succeeded",
-        n(old.succeeded).to_string(),
-        n(new.succeeded).to_string(),
-    );
-    field("failed", n(old.failed).to_string(), n(new.failed).to_string());
-    field(
+fn status_differences(old: &JobStatus, new: &JobStatus, out: &mut Differences) {
+    out.count("active", old.active, new.active);
+    out.count("ready", old.ready, new.ready);
+    out.count("terminating", old.terminating, new.terminating);
+    out.count("succeeded", old.succeeded, new.succeeded);
+    out.count("failed", old.failed, new.failed);
+    out.field(
         "completedIndexes",
         old.completed_indexes.clone().unwrap_or_default(),
         new.completed_indexes.clone().unwrap_or_default(),
     );
-    field(
-        "failedIndexes",
-        format!("{:?}", old.failed_indexes),
-        format!("{:?}", new.failed_indexes),
+    out.exact("failedIndexes", &old.failed_indexes, &new.failed_indexes);
+    out.conditions(
+        old.conditions
+            .iter()
+            .flatten()
+            .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_deref())),
+        new.conditions
+            .iter()
+            .flatten()
+            .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_deref())),
     );
-    field("conditions", conditions(old), conditions(new));
-}
-
-fn conditions(s: &JobStatus) -> String {
-    let cs: Vec<String> = s
-        .conditions
-        .iter()
-        .flatten()
-        .map(|c| format!("{}={} ({})", c.type_, c.status, c.reason.as_deref().unwrap_or("")))
-        .collect();
-    cs.join(", ")
-}
-
-/// A hash of the Job's and its pods' resourceVersions: it changes whenever anything the plan depends
-/// on changes.
-pub fn fingerprint(job: &Job, pods: &[Arc<Pod>]) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    job.metadata.resource_version.hash(&mut h);
-    let mut rvs: Vec<&str> = pods
-        .iter()
-        .filter_map(|p| p.metadata.resource_version.as_deref())
-        .collect();
-    rvs.sort_unstable();
-    rvs.hash(&mut h);
-    h.finish()
 }
 
 #[cfg(test)]
@@ -141,7 +99,7 @@ mod tests {
     use super::*;
     use crate::{
         fixtures::{job, pod, status},
-        plan::support::full,
+        plan::tests::support::full,
     };
 
     /// A suspended Job with nothing left running plans an empty deletion: no write, so no
@@ -159,7 +117,7 @@ mod tests {
         status(&mut j).active = Some(0);
         let plan = full(&j, &[]);
         assert!(
-            matches!(&plan.sync.action, PodAction::Delete(p) if p.is_empty()),
+            matches!(&plan.sync.action, PodAction::RemoveFinalizerThenDelete(p) if p.is_empty()),
             "{:?}",
             plan.sync.action
         );
@@ -170,7 +128,7 @@ mod tests {
     /// would have finished with, from the same pods, against upstream's.
     #[test]
     fn a_finished_jobs_final_status_is_compared() {
-        use crate::{conditions::*, fixtures::ts, plan::support::input};
+        use crate::{conditions::*, fixtures::ts, plan::tests::support::input};
         let mut j = job(2, Some(2));
         let st = status(&mut j);
         st.succeeded = Some(2);

@@ -12,34 +12,34 @@ use crate::intervals::OrderedIntervals;
 /// The finalizer that keeps a finished pod until its Job has counted it (`batch.JobTrackingFinalizer`).
 pub const JOB_TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
 /// Annotation and label holding a pod's completion index (`batch.JobCompletionIndexAnnotation`).
-pub const COMPLETION_INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
+pub(crate) const COMPLETION_INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
 /// Counted failures of an index so far, on the pod that retries it (`batch.JobIndexFailureCountAnnotation`).
-pub const INDEX_FAILURE_COUNT_ANNOTATION: &str = "batch.kubernetes.io/job-index-failure-count";
+pub(crate) const INDEX_FAILURE_COUNT_ANNOTATION: &str = "batch.kubernetes.io/job-index-failure-count";
 /// Failures of an index that the pod failure policy ignored (`batch.JobIndexIgnoredFailureCountAnnotation`).
-pub const INDEX_IGNORED_FAILURE_COUNT_ANNOTATION: &str =
+pub(crate) const INDEX_IGNORED_FAILURE_COUNT_ANNOTATION: &str =
     "batch.kubernetes.io/job-index-ignored-failure-count";
 /// The `spec.managedBy` value meaning "this controller" (`batch.JobControllerName`).
-pub const JOB_CONTROLLER_NAME: &str = "kubernetes.io/job-controller";
+pub(crate) const JOB_CONTROLLER_NAME: &str = "kubernetes.io/job-controller";
 /// `spec.backoffLimit` when unset (the API default, `pkg/apis/batch/v1/defaults.go`).
-pub const DEFAULT_BACKOFF_LIMIT: i32 = 6;
+pub(crate) const DEFAULT_BACKOFF_LIMIT: i32 = 6;
 /// `spec.parallelism` when unset (the API default).
-pub const DEFAULT_PARALLELISM: i32 = 1;
+pub(crate) const DEFAULT_PARALLELISM: i32 = 1;
 
-pub const MODE_NON_INDEXED: &str = "NonIndexed";
-pub const MODE_INDEXED: &str = "Indexed";
-pub const REPLACE_FAILED: &str = "Failed";
+pub(crate) const MODE_NON_INDEXED: &str = "NonIndexed";
+pub(crate) const MODE_INDEXED: &str = "Indexed";
+pub(crate) const REPLACE_FAILED: &str = "Failed";
 
-pub fn is_indexed(job: &Job) -> bool {
+pub(crate) fn is_indexed(job: &Job) -> bool {
     completion_mode(job) == Some(MODE_INDEXED)
 }
 
 /// `spec.completionMode` as written; `None` means NonIndexed.
-pub fn completion_mode(job: &Job) -> Option<&str> {
+pub(crate) fn completion_mode(job: &Job) -> Option<&str> {
     job.spec.as_ref()?.completion_mode.as_deref()
 }
 
 /// The completion-mode label of the metrics (upstream `getCompletionMode`).
-pub fn completion_mode_label(job: &Job) -> &'static str {
+pub(crate) fn completion_mode_label(job: &Job) -> &'static str {
     if is_indexed(job) {
         MODE_INDEXED
     } else {
@@ -47,16 +47,16 @@ pub fn completion_mode_label(job: &Job) -> &'static str {
     }
 }
 
-pub fn completions(job: &Job) -> Option<i32> {
+pub(crate) fn completions(job: &Job) -> Option<i32> {
     job.spec.as_ref()?.completions
 }
 
 /// Completions of an Indexed Job (the API requires it there); 0 if absent.
-pub fn indexed_completions(job: &Job) -> i32 {
+pub(crate) fn indexed_completions(job: &Job) -> i32 {
     completions(job).unwrap_or(0)
 }
 
-pub fn parallelism(job: &Job) -> i32 {
+pub(crate) fn parallelism(job: &Job) -> i32 {
     job.spec
         .as_ref()
         .and_then(|s| s.parallelism)
@@ -64,7 +64,7 @@ pub fn parallelism(job: &Job) -> i32 {
 }
 
 /// `spec.backoffLimit`; with backoffLimitPerIndex the API defaults it to the largest int32.
-pub fn backoff_limit(job: &Job) -> i32 {
+pub(crate) fn backoff_limit(job: &Job) -> i32 {
     let spec = job.spec.as_ref();
     match spec.and_then(|s| s.backoff_limit) {
         Some(l) => l,
@@ -73,19 +73,19 @@ pub fn backoff_limit(job: &Job) -> i32 {
     }
 }
 
-pub fn backoff_limit_per_index(job: &Job) -> Option<i32> {
+pub(crate) fn backoff_limit_per_index(job: &Job) -> Option<i32> {
     if !is_indexed(job) {
         return None;
     }
     job.spec.as_ref()?.backoff_limit_per_index
 }
 
-pub fn suspended(job: &Job) -> bool {
+pub(crate) fn suspended(job: &Job) -> bool {
     job.spec.as_ref().and_then(|s| s.suspend) == Some(true)
 }
 
 /// The external controller named in `spec.managedBy`, if it is not this one.
-pub fn managed_by_external(job: &Job) -> Option<&str> {
+pub(crate) fn managed_by_external(job: &Job) -> Option<&str> {
     job.spec
         .as_ref()?
         .managed_by
@@ -93,49 +93,49 @@ pub fn managed_by_external(job: &Job) -> Option<&str> {
         .filter(|m| *m != JOB_CONTROLLER_NAME)
 }
 
-pub fn has_pod_failure_policy(job: &Job) -> bool {
+pub(crate) fn has_pod_failure_policy(job: &Job) -> bool {
     job.spec.as_ref().is_some_and(|s| s.pod_failure_policy.is_some())
 }
 
 /// Pods are replaced only once Failed, not while terminating: `podReplacementPolicy: Failed`, which a
 /// pod failure policy implies (upstream `onlyReplaceFailedPods`).
-pub fn only_replace_failed(job: &Job) -> bool {
+pub(crate) fn only_replace_failed(job: &Job) -> bool {
     let spec = job.spec.as_ref();
     spec.and_then(|s| s.pod_replacement_policy.as_deref()) == Some(REPLACE_FAILED)
         || has_pod_failure_policy(job)
 }
 
-pub fn conditions(job: &Job) -> &[JobCondition] {
+pub(crate) fn conditions(job: &Job) -> &[JobCondition] {
     job.status
         .as_ref()
         .and_then(|s| s.conditions.as_deref())
         .unwrap_or(&[])
 }
 
-pub fn find_condition<'a>(conditions: &'a [JobCondition], type_: &str) -> Option<&'a JobCondition> {
+pub(crate) fn find_condition<'a>(conditions: &'a [JobCondition], type_: &str) -> Option<&'a JobCondition> {
     conditions.iter().find(|c| c.type_ == type_)
 }
 
 /// Complete or Failed with status True (upstream `IsJobFinished`).
-pub fn is_finished(job: &Job) -> bool {
+pub(crate) fn is_finished(job: &Job) -> bool {
     conditions(job)
         .iter()
         .any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
 }
 
-pub fn has_tracking_finalizer(meta: &ObjectMeta) -> bool {
+pub(crate) fn has_tracking_finalizer(meta: &ObjectMeta) -> bool {
     meta.finalizers
         .as_ref()
         .is_some_and(|f| f.iter().any(|f| f == JOB_TRACKING_FINALIZER))
 }
 
-pub fn phase(pod: &Pod) -> &str {
+pub(crate) fn phase(pod: &Pod) -> &str {
     controller::pod_util::phase(pod)
 }
 
 /// Whether a pod counts as failed: phase Failed or, unless only failed pods are replaced, deleted
 /// before it succeeded (orphaned pods may never reach Failed; upstream `isPodFailed`).
-pub fn is_pod_failed(pod: &Pod, job: &Job) -> bool {
+pub(crate) fn is_pod_failed(pod: &Pod, job: &Job) -> bool {
     if phase(pod) == "Failed" {
         return true;
     }
@@ -147,7 +147,7 @@ pub fn is_pod_failed(pod: &Pod, job: &Job) -> bool {
 
 /// A pod's completion index from its annotation; `None` when missing, not a number or negative
 /// (upstream `getCompletionIndex`).
-pub fn completion_index(pod: &Pod) -> Option<i32> {
+pub(crate) fn completion_index(pod: &Pod) -> Option<i32> {
     pod.metadata
         .annotations
         .as_ref()?
@@ -158,12 +158,12 @@ pub fn completion_index(pod: &Pod) -> Option<i32> {
 }
 
 /// The index of a pod if it is valid for a Job with `completions`.
-pub fn valid_index(pod: &Pod, completions: i32) -> Option<i32> {
+pub(crate) fn valid_index(pod: &Pod, completions: i32) -> Option<i32> {
     completion_index(pod).filter(|i| *i < completions)
 }
 
 /// A non-negative int32 annotation; 0 when missing or invalid (upstream `parseInt32`).
-pub fn annotation_count(pod: &Pod, key: &str) -> i32 {
+pub(crate) fn annotation_count(pod: &Pod, key: &str) -> i32 {
     pod.metadata
         .annotations
         .as_ref()
@@ -175,17 +175,17 @@ pub fn annotation_count(pod: &Pod, key: &str) -> i32 {
 }
 
 /// Counted failures of the pod's index before this pod.
-pub fn index_failure_count(pod: &Pod) -> i32 {
+pub(crate) fn index_failure_count(pod: &Pod) -> i32 {
     annotation_count(pod, INDEX_FAILURE_COUNT_ANNOTATION)
 }
 
 /// Every failure of the pod's index before this pod, ignored ones included.
-pub fn index_absolute_failure_count(pod: &Pod) -> i32 {
+pub(crate) fn index_absolute_failure_count(pod: &Pod) -> i32 {
     index_failure_count(pod).saturating_add(annotation_count(pod, INDEX_IGNORED_FAILURE_COUNT_ANNOTATION))
 }
 
 /// `status.completedIndexes` parsed against the current completions.
-pub fn completed_indexes(job: &Job) -> OrderedIntervals {
+pub(crate) fn completed_indexes(job: &Job) -> OrderedIntervals {
     let s = job
         .status
         .as_ref()
@@ -194,7 +194,7 @@ pub fn completed_indexes(job: &Job) -> OrderedIntervals {
     OrderedIntervals::parse(s, indexed_completions(job))
 }
 
-pub fn len_i32(n: usize) -> i32 {
+pub(crate) fn len_i32(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 

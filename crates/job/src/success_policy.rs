@@ -6,7 +6,7 @@ use k8s_openapi::api::batch::v1::SuccessPolicy;
 use crate::intervals::OrderedIntervals;
 
 /// The message of the SuccessCriteriaMet condition, naming the first rule met, if one is met.
-pub fn match_success_policy(
+pub(crate) fn match_success_policy(
     policy: Option<&SuccessPolicy>,
     completions: i32,
     succeeded: &OrderedIntervals,

@@ -3,31 +3,35 @@
 use controller::compact_pod::Pod;
 use std::{collections::HashSet, future::Future, sync::Arc, time::Duration};
 
-use controller::{
-    EventRecorder, Expectations, KubePodControl, PodControl, SystemClock,
-    consistency::ConsistencyStore,
-    events::TYPE_WARNING,
-    index::{POD_OWNER_INDEX, orphans_in, owned_by, pod_owner_index},
-    pod_control::NoWrites,
-    pod_control::object_reference,
-    pod_util::controller_of,
-    shadow::ShadowState,
-    worker::{DEFAULT_DRAIN_TIMEOUT, Reconciler, WorkerOptions, run_workers},
-};
-use informer::{
-    HandlerRegistration, HasSynced, InformerOptions, MetricsProvider, ObjectKey, SharedInformer,
-    SharedInformerFactory, SyncMetrics, WorkQueue,
-    store::{CONTROLLER_UID_INDEX, controller_uid_index},
-    wait_for_cache_sync,
-};
+use controller::ConsistencyStore;
+use controller::Controller;
+use controller::ControllerMetrics;
+use controller::EventRecorder;
+use controller::Expectations;
+use controller::KubePodControl;
+use controller::NoWrites;
+use controller::OWNER_INDEX;
+use controller::Owner;
+use controller::PodControl;
+use controller::Reconciler;
+use controller::SystemClock;
+use controller::Wiring;
+use controller::candidates;
+use controller::controlled_by;
+use controller::events::TYPE_WARNING;
+use controller::object_reference;
+use controller::owner_index;
+use controller::pod_util::controller_of;
+use controller::shadow::ShadowState;
+use informer::{InformerOptions, ObjectKey, SharedInformer, SharedInformerFactory, WorkQueue};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use kube::Client;
-use tokio_util::sync::CancellationToken;
 
 use crate::{
     executor::{Executor, GR_PODS, GR_REPLICASETS, SyncError},
     handlers::{Handlers, PodHandler, ReplicaSetHandler},
-    plan::{BURST_REPLICAS, PlanError, SyncInput, owner, plan_sync, selector},
+    metrics::{NoReplicaSetMetrics, ReplicaSetMetrics},
+    plan::{BURST_REPLICAS, PlanError, SyncInput, plan_sync, selector},
     shadow,
 };
 
@@ -71,14 +75,14 @@ impl Default for ReplicaSetOptions {
 
 /// The ReplicaSet controller.
 pub struct ReplicaSetController<P> {
+    wiring: Wiring,
     handlers: Handlers,
     replica_sets: SharedInformer<ReplicaSet>,
     pods: SharedInformer<Pod>,
-    registrations: Vec<HandlerRegistration>,
     executor: Executor<P>,
     recorder: EventRecorder,
     options: ReplicaSetOptions,
-    sync_metrics: Arc<dyn SyncMetrics>,
+    metrics: Arc<dyn ReplicaSetMetrics>,
     /// Set in shadow mode: plans are compared with what upstream did instead of executed.
     shadow: Option<Arc<ShadowState>>,
 }
@@ -99,7 +103,7 @@ impl ReplicaSetController<NoWrites> {
         client: Client,
         state: Arc<ShadowState>,
         options: ReplicaSetOptions,
-        metrics: &dyn MetricsProvider,
+        metrics: &dyn ControllerMetrics,
     ) -> Self {
         let mut c = Self::with_control(
             factory,
@@ -108,6 +112,7 @@ impl ReplicaSetController<NoWrites> {
             EventRecorder::in_memory(),
             options,
             metrics,
+            Arc::new(NoReplicaSetMetrics),
         );
         c.shadow = Some(state);
         c
@@ -120,11 +125,12 @@ impl ReplicaSetController<KubePodControl> {
         factory: &SharedInformerFactory,
         client: Client,
         options: ReplicaSetOptions,
-        metrics: &dyn MetricsProvider,
+        metrics: &dyn ControllerMetrics,
+        rs_metrics: Arc<dyn ReplicaSetMetrics>,
     ) -> Self {
         let recorder = EventRecorder::new(client.clone(), COMPONENT, &options.instance);
         let control = KubePodControl::new(client.clone(), recorder.clone());
-        Self::with_control(factory, client, control, recorder, options, metrics)
+        Self::with_control(factory, client, control, recorder, options, metrics, rs_metrics)
     }
 }
 
@@ -135,24 +141,25 @@ impl<P: PodControl> ReplicaSetController<P> {
         control: P,
         recorder: EventRecorder,
         options: ReplicaSetOptions,
-        metrics: &dyn MetricsProvider,
+        metrics: &dyn ControllerMetrics,
+        rs_metrics: Arc<dyn ReplicaSetMetrics>,
     ) -> Self {
         let replica_sets = factory.namespaced::<ReplicaSet>(InformerOptions::default());
         let pods = factory.namespaced::<Pod>(InformerOptions::default());
-        replica_sets
-            .store()
-            .add_index(CONTROLLER_UID_INDEX, controller_uid_index());
-        pods.store().add_index(POD_OWNER_INDEX, pod_owner_index());
+        replica_sets.store().add_index(OWNER_INDEX, owner_index());
+        pods.store().add_index(OWNER_INDEX, owner_index());
         let expectations = Arc::new(Expectations::new());
+        let queue = WorkQueue::named(QUEUE_NAME, metrics);
         let handlers = Handlers {
             replica_sets: replica_sets.lister(),
             expectations: expectations.clone(),
-            queue: WorkQueue::named(QUEUE_NAME, metrics),
+            queue: queue.clone(),
         };
-        let registrations = vec![
+        let mut wiring = Wiring::new(queue, options.workers, metrics.sync_metrics(QUEUE_NAME));
+        wiring.register(
             replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), options.resync_period),
-            pods.add_event_handler(PodHandler(handlers.clone()), options.resync_period),
-        ];
+        );
+        wiring.register(pods.add_event_handler(PodHandler(handlers.clone()), options.resync_period));
         let consistency = Arc::new(ConsistencyStore::new());
         let executor = Executor {
             control,
@@ -161,45 +168,17 @@ impl<P: PodControl> ReplicaSetController<P> {
             clock: Arc::new(SystemClock),
             consistency,
         };
-        let sync_metrics = metrics.sync_metrics(QUEUE_NAME);
         Self {
+            wiring,
             handlers,
             replica_sets,
             pods,
-            registrations,
             executor,
             recorder,
             options,
-            sync_metrics,
+            metrics: rs_metrics,
             shadow: None,
         }
-    }
-
-    /// Whether every handler has seen its informer's initial contents.
-    pub fn has_synced(&self) -> bool {
-        self.registrations.iter().all(HandlerRegistration::has_synced)
-    }
-
-    /// Runs the workers until `cancel` fires, then lets in-flight syncs finish (bounded by
-    /// [`DEFAULT_DRAIN_TIMEOUT`]).
-    pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
-        let synced: Vec<&dyn HasSynced> = self.registrations.iter().map(|r| r as &dyn HasSynced).collect();
-        if !wait_for_cache_sync(&cancel, &synced).await {
-            return;
-        }
-        tracing::info!(
-            controller = COMPONENT,
-            workers = self.options.workers,
-            "caches synced; starting workers"
-        );
-        let options = WorkerOptions {
-            workers: self.options.workers,
-            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
-        };
-        let queue = self.handlers.queue.clone();
-        let metrics = self.sync_metrics.clone();
-        run_workers(COMPONENT, self, queue, metrics, options, cancel).await;
-        tracing::info!(controller = COMPONENT, "stopped");
     }
 
     /// One sync of the ReplicaSet at `key` (upstream `syncReplicaSet`).
@@ -215,27 +194,17 @@ impl<P: PodControl> ReplicaSetController<P> {
         };
         // Read our own writes: skip (and retry later) while a cache is older than what we wrote
         // (gate `StaleControllerConsistencyReplicaSet`; upstream uses a no-op store without it).
-        let fresh = if self.options.features.stale_controller_consistency_replica_set {
-            self.executor
-                .consistency
-                .ensure_ready(key.as_str(), |gr| match gr {
+        if self.options.features.stale_controller_consistency_replica_set {
+            self.wiring
+                .ensure_fresh(&self.executor.consistency, key, |gr| match gr {
                     GR_PODS => self.pods.last_synced_resource_version(),
                     GR_REPLICASETS => self.replica_sets.last_synced_resource_version(),
                     _ => u64::MAX,
                 })
-        } else {
-            Ok(())
-        };
-        if let Err(source) = fresh {
-            let (resource, group) = source
-                .group_resource
-                .split_once('.')
-                .unwrap_or((source.group_resource, ""));
-            self.sync_metrics.stale_sync_skip(group, resource);
-            return Err(SyncError::Stale {
-                key: key.clone(),
-                source,
-            });
+                .map_err(|source| SyncError::Stale {
+                    key: key.clone(),
+                    source,
+                })?;
         }
         if self.options.ignore_min_ready_seconds
             && let Some(spec) = Arc::make_mut(&mut rs).spec.as_mut()
@@ -243,7 +212,7 @@ impl<P: PodControl> ReplicaSetController<P> {
             spec.min_ready_seconds = Some(0);
         }
         let satisfied = self.handlers.expectations.satisfied(key.as_str());
-        let candidates = self.candidates(&rs);
+        let candidates = candidates(self.pods.store(), &*rs);
         let input_now = self.executor.clock.now();
         let input = SyncInput {
             rs: &rs,
@@ -258,7 +227,7 @@ impl<P: PodControl> ReplicaSetController<P> {
             Err(e @ PlanError::InvalidSelector { .. }) => {
                 tracing::error!(replica_set = %key, "{e}");
                 self.recorder.record(
-                    &object_reference(&owner(&rs)),
+                    &object_reference(&Owner::of(&*rs)),
                     TYPE_WARNING,
                     REASON_INVALID_SELECTOR,
                     e.to_string(),
@@ -268,7 +237,7 @@ impl<P: PodControl> ReplicaSetController<P> {
         };
         if let Some(state) = &self.shadow {
             let differences = shadow::differences(&rs, &plan);
-            let fingerprint = shadow::fingerprint(&rs, &candidates);
+            let fingerprint = controller::shadow::fingerprint(&*rs, &candidates);
             return Ok(state
                 .observe_sync(&self.executor.client, COMPONENT, key, fingerprint, differences)
                 .await);
@@ -277,28 +246,12 @@ impl<P: PodControl> ReplicaSetController<P> {
             && chosen.len() < plan.replicas.active.len()
         {
             for ratio in crate::plan::deletion_age_ratios(&plan.replicas.active, chosen, input_now) {
-                self.sync_metrics.sorting_deletion_age_ratio(ratio);
+                self.metrics.sorting_deletion_age_ratio(ratio);
             }
         }
         let result = self.executor.execute(&rs, plan).await;
         tracing::debug!(replica_set = %key, elapsed = ?started.elapsed(), "finished syncing");
         result
-    }
-
-    /// The ReplicaSet's own pods and the orphans of its namespace.
-    fn candidates(&self, rs: &ReplicaSet) -> Vec<Arc<Pod>> {
-        let store = self.pods.store();
-        let uid = rs.metadata.uid.as_deref().unwrap_or_default();
-        let ns = rs.metadata.namespace.as_deref().unwrap_or_default();
-        let mut pods = store
-            .by_index(POD_OWNER_INDEX, &owned_by(uid))
-            .unwrap_or_default();
-        pods.extend(
-            store
-                .by_index(POD_OWNER_INDEX, &orphans_in(ns))
-                .unwrap_or_default(),
-        );
-        pods
     }
 
     /// Pods selected by every ReplicaSet with the same controller as `rs`, each once (upstream
@@ -307,11 +260,7 @@ impl<P: PodControl> ReplicaSetController<P> {
         let Some(owner) = controller_of(&rs.metadata) else {
             return Vec::new();
         };
-        let siblings = self
-            .replica_sets
-            .store()
-            .by_index(CONTROLLER_UID_INDEX, &owner.uid)
-            .unwrap_or_default();
+        let siblings = controlled_by(self.replica_sets.store(), &owner.uid);
         let mut seen = HashSet::new();
         let mut related = Vec::new();
         for sibling in siblings {
@@ -325,9 +274,13 @@ impl<P: PodControl> ReplicaSetController<P> {
         }
         related
     }
+}
 
-    pub fn queue(&self) -> &WorkQueue<ObjectKey> {
-        &self.handlers.queue
+impl<P: PodControl> Controller for ReplicaSetController<P> {
+    const NAME: &'static str = COMPONENT;
+
+    fn wiring(&self) -> &Wiring {
+        &self.wiring
     }
 }
 

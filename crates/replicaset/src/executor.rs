@@ -2,19 +2,23 @@
 //! `updateReplicaSetStatus`).
 
 use controller::compact_pod::Pod;
+use controller::recheck_owner;
 use std::{sync::Arc, time::Duration};
 
-use controller::{
-    Clock, ControlError, Expectations, Owner, PodControl,
-    claim::execute_claims,
-    consistency::{ConsistencyStore, StaleCache},
-    slow_start::slow_start_batch,
-    status_writer,
-};
+use controller::Clock;
+use controller::ConsistencyStore;
+use controller::ControlError;
+use controller::Expectations;
+use controller::Owner;
+use controller::PodClaims;
+use controller::PodControl;
+use controller::StaleCache;
+use controller::execute_claims;
+use controller::slow_start_batch;
 use futures::future::join_all;
 use informer::ObjectKey;
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use kube::{Api, Client};
+use kube::Client;
 
 use crate::{
     plan::{ReplicaChange, SyncPlan},
@@ -64,27 +68,21 @@ impl<P: PodControl> Executor<P> {
             mut replicas,
         } = plan;
         if !claims.adopt.is_empty() || !claims.release.is_empty() {
-            let outcome = execute_claims(&self.control, &owner, &claims.adopt, &claims.release, || {
-                self.can_adopt(&owner)
+            let outcome = execute_claims(&PodClaims(&self.control), &owner, &claims, || {
+                recheck_owner::<ReplicaSet>(&self.client, &owner, "pods")
             })
             .await;
             for version in &outcome.adopted_versions {
                 self.consistency
                     .wrote_at(key.as_str(), &owner.uid, GR_PODS, Some(version));
             }
-            if let Some(source) = outcome.errors.into_iter().next() {
+            let gone = outcome.gone.clone();
+            if let Some(source) = outcome.first_error() {
                 return Err(SyncError::Claim { key, source });
             }
-            if outcome.adopted.len() != claims.adopt.len() {
+            if !gone.is_empty() {
                 // Pods deleted between the list and their adoption: not ours, and (as upstream's
                 // ClaimObject ignores NotFound) the sync goes on with the pods it did claim.
-                let same = |a: &Pod, b: &Pod| a.metadata.uid == b.metadata.uid;
-                let gone: Vec<_> = claims
-                    .adopt
-                    .iter()
-                    .filter(|p| !outcome.adopted.iter().any(|a| same(a, p)))
-                    .cloned()
-                    .collect();
                 tracing::debug!(replica_set = %key, gone = gone.len(), "orphans vanished before adoption");
                 replicas = replicas.without(rs, &gone);
             }
@@ -96,7 +94,7 @@ impl<P: PodControl> Executor<P> {
         let message = manage.as_ref().err().map(ToString::to_string);
         let status = replicas.status_at(rs, message.as_deref(), evaluated_at);
         if needs_write(rs, &status) {
-            let written = status_writer::write_replica_set_status(&self.client, rs, status.clone())
+            let written = crate::status_writer::write_replica_set_status(&self.client, rs, status.clone())
                 .await
                 .map_err(|source| SyncError::Status {
                     key: key.clone(),
@@ -169,35 +167,6 @@ impl<P: PodControl> Executor<P> {
                 if e.is_not_found() { Ok(()) } else { Err(e) }
             }
         }
-    }
-
-    /// A fresh read of the ReplicaSet before adopting: it must still exist, with the same UID, and
-    /// not be being deleted (kubernetes/kubernetes#42639).
-    async fn can_adopt(&self, owner: &Owner) -> Result<(), ControlError> {
-        let api: Api<ReplicaSet> = Api::namespaced(self.client.clone(), &owner.namespace);
-        let fresh = api
-            .get(&owner.name)
-            .await
-            .map_err(|e| ControlError::api("get replicaset", owner.key(), e))?;
-        let refused = |message: String| ControlError::Refused {
-            what: format!("adopting pods for ReplicaSet {}", owner.key()),
-            message,
-        };
-        if fresh.metadata.uid.as_deref() != Some(owner.uid.as_str()) {
-            return Err(refused(format!(
-                "original ReplicaSet {} is gone: got uid {}, wanted {}",
-                owner.key(),
-                fresh.metadata.uid.unwrap_or_default(),
-                owner.uid
-            )));
-        }
-        if fresh.metadata.deletion_timestamp.is_some() {
-            return Err(refused(format!(
-                "ReplicaSet {} has just been deleted",
-                owner.key()
-            )));
-        }
-        Ok(())
     }
 }
 

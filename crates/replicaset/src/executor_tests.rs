@@ -1,22 +1,22 @@
-//! The executor against a fake API server ([`crate::fake_server`]): what one sync writes when an
-//! adoption finds its pod gone, when scaling takes time, and what the consistency store learns.
+//! The executor against an in-memory API server ([`testing::ApiServer`]): what one sync writes when
+//! an adoption finds its pod gone, when scaling takes time, and what the consistency store learns.
 
 use controller::compact_pod::Pod;
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
-use controller::{Clock, Expectations, consistency::ConsistencyStore, testing::pod};
+use controller::Clock;
+use controller::ConsistencyStore;
+use controller::EventRecorder;
+use controller::Expectations;
+use controller::KubePodControl;
 use k8s_openapi::{
-    api::{
-        apps::v1::{ReplicaSet, ReplicaSetSpec},
-        core::v1::PodTemplateSpec,
-    },
-    apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta},
+    api::apps::v1::{ReplicaSet, ReplicaSetStatus},
     jiff::Timestamp,
 };
+use testing::{ApiServer, FakeClock, Verb, pod, replica_set};
 
 use super::*;
 use crate::{
-    fake_server::FakeServer,
     plan::{BURST_REPLICAS, SyncInput, plan_sync},
     status::{REPLICA_FAILURE, condition},
 };
@@ -29,33 +29,34 @@ fn ts(secs: i64) -> Timestamp {
 }
 
 fn rs(replicas: i32, min_ready_seconds: Option<i32>) -> ReplicaSet {
-    let labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
-    ReplicaSet {
-        metadata: ObjectMeta {
-            namespace: Some("ns".into()),
-            name: Some("web".into()),
-            uid: Some(RS_UID.into()),
-            generation: Some(1),
-            resource_version: Some("1".into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(ReplicaSetSpec {
-            replicas: Some(replicas),
-            selector: LabelSelector {
-                match_labels: Some(labels.clone()),
-                ..LabelSelector::default()
-            },
-            template: Some(PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels),
-                    ..ObjectMeta::default()
-                }),
-                spec: None,
-            }),
-            min_ready_seconds,
-        }),
-        status: None,
+    let rs = replica_set("web")
+        .uid(RS_UID)
+        .generation(1)
+        .resource_version("1")
+        .replicas(replicas)
+        .selector("app", "web")
+        .template_label("app", "web");
+    match min_ready_seconds {
+        Some(s) => rs.min_ready_seconds(s).build(),
+        None => rs.build(),
     }
+}
+
+/// A server holding `rs`, its clock at `now`.
+fn server(rs: &ReplicaSet, now: Timestamp) -> ApiServer {
+    let server = ApiServer::with_clock(Arc::new(FakeClock::at(now)));
+    server.insert(rs);
+    server
+}
+
+/// Every status the executor wrote, in order.
+fn status_puts(server: &ApiServer) -> Vec<ReplicaSetStatus> {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.verb == Some(Verb::Update) && r.subresource.as_deref() == Some("status"))
+        .map(|r| r.body_as::<ReplicaSet>().status.unwrap_or_default())
+        .collect()
 }
 
 /// A pod of the ReplicaSet, Ready since `ready_at` seconds.
@@ -72,29 +73,29 @@ fn orphan(name: &str) -> Pod {
     pod(name).label("app", "web").node("n1").ready_at(ts(1)).build()
 }
 
-fn executor(server: &FakeServer) -> Executor<FakeServer> {
+fn executor(server: &ApiServer) -> Executor<KubePodControl> {
     Executor {
-        control: server.clone(),
+        control: KubePodControl::new(server.client(), EventRecorder::in_memory()),
         client: server.client(),
         expectations: Arc::new(Expectations::new()),
-        clock: server.clock.clone(),
+        clock: server.clock(),
         consistency: Arc::new(ConsistencyStore::new()),
     }
 }
 
 /// One sync, as `ReplicaSetController::sync` runs it, over caches showing `cache`.
 async fn sync(
-    server: &FakeServer,
+    server: &ApiServer,
     rs: &ReplicaSet,
     cache: &[Pod],
-) -> (Executor<FakeServer>, Option<Duration>) {
+) -> (Executor<KubePodControl>, Option<Duration>) {
     let candidates: Vec<Arc<Pod>> = cache.iter().cloned().map(Arc::new).collect();
     let input = SyncInput {
         rs,
         expectations_satisfied: true,
         candidates: &candidates,
         burst_replicas: BURST_REPLICAS,
-        now: server.clock.now(),
+        now: server.clock().now(),
         features: controller::FeatureGates::default(),
     };
     let plan = plan_sync(&input, Vec::new).expect("valid selector");
@@ -106,17 +107,18 @@ async fn sync(
 #[tokio::test]
 async fn an_adoption_that_finds_the_pod_gone_is_skipped_and_the_sync_still_scales_and_writes_status() {
     let r = rs(3, None);
-    let server = FakeServer::new(r.clone(), ts(100));
+    let server = server(&r, ts(100));
     let (a, o) = (owned("a", 50), orphan("o"));
-    server.add_pod(a.clone());
-    server.add_pod(o.clone());
+    server.insert(&a);
+    server.insert(&o);
     // "gone" is still cached but was deleted before the sync's adoption patch.
     let (_, requeue) = sync(&server, &r, &[a, orphan("gone"), o]).await;
-    let w = server.world();
-    assert_eq!(w.pod_writes, ["patch gone", "patch o", "create web1"]);
-    assert_eq!(w.status_puts.len(), 1, "status written in the same sync");
+    // The server names a created pod `<generateName><n>`.
+    assert_eq!(server.writes("pods"), ["patch gone", "patch o", "create web-1"]);
+    let status_puts = status_puts(&server);
+    assert_eq!(status_puts.len(), 1, "status written in the same sync");
     assert_eq!(
-        w.status_puts[0].replicas, 2,
+        status_puts[0].replicas, 2,
         "the claimed pods: not the vanished one, not yet the new one"
     );
     assert_eq!(requeue, None);
@@ -126,22 +128,21 @@ async fn an_adoption_that_finds_the_pod_gone_is_skipped_and_the_sync_still_scale
 async fn status_and_the_availability_requeue_use_the_time_after_scaling() {
     // minReadySeconds 10; "early" is Ready since 95 s, "late" since 104 s; the sync starts at 100 s.
     let r = rs(4, Some(10));
-    let server = FakeServer::new(r.clone(), ts(100));
+    let server = server(&r, ts(100));
     let pods = [owned("early", 95), owned("late", 104)];
     for p in &pods {
-        server.add_pod(p.clone());
+        server.insert(p);
     }
-    {
-        let mut w = server.world();
-        // Two creates (slow start: 1, then 1) of 5 s each: scaling ends at 110 s; the status write
-        // takes 1 s more.
-        w.create_takes = Duration::from_secs(5);
-        w.put_takes = Duration::from_secs(1);
-    }
+    // Two creates (slow start: 1, then 1) of 5 s each: scaling ends at 110 s; the status write
+    // takes 1 s more.
+    server.on(Verb::Create, "pods").takes(Duration::from_secs(5));
+    server
+        .on(Verb::Update, "replicasets")
+        .subresource("status")
+        .takes(Duration::from_secs(1));
     let (_, requeue) = sync(&server, &r, &pods).await;
-    let w = server.world();
-    assert_eq!(w.pod_writes.len(), 2);
-    let s = &w.status_puts[0];
+    assert_eq!(server.writes("pods").len(), 2);
+    let s = &status_puts(&server)[0];
     // At 110 s "early" (95 + 10) is available, "late" (104 + 10) is not yet.
     assert_eq!((s.ready_replicas, s.available_replicas), (Some(2), Some(1)));
     // "late" is due at 114 s, measured at 111 s after the status write; available strictly after.
@@ -151,11 +152,13 @@ async fn status_and_the_availability_requeue_use_the_time_after_scaling() {
 #[tokio::test]
 async fn adoption_patches_feed_the_consistency_store() {
     let r = rs(1, None);
-    let server = FakeServer::new(r.clone(), ts(100));
+    let server = server(&r, ts(100));
     let o = orphan("o");
-    server.add_pod(o.clone());
+    server.insert(&o);
     let (executor, _) = sync(&server, &r, &[o]).await;
-    let adopted_rv: u64 = server.world().pods["o"]
+    let adopted_rv: u64 = server
+        .get::<Pod>("ns", "o")
+        .expect("the adopted pod")
         .metadata
         .resource_version
         .as_deref()
@@ -173,26 +176,28 @@ async fn adoption_patches_feed_the_consistency_store() {
 #[tokio::test]
 async fn a_failed_delete_writes_replica_failure_with_upstreams_message() {
     let r = rs(1, None);
-    let server = FakeServer::new(r.clone(), ts(100));
+    let server = server(&r, ts(100));
     let pods = [owned("a", 50), owned("b", 60)];
     for p in &pods {
-        server.add_pod(p.clone());
+        server.insert(p);
     }
-    server.world().fail_deletes = Some("etcdserver: request timed out");
+    server
+        .on(Verb::Delete, "pods")
+        .fail(500, "InternalError", "etcdserver: request timed out");
     let candidates: Vec<Arc<Pod>> = pods.iter().cloned().map(Arc::new).collect();
     let input = SyncInput {
         rs: &r,
         expectations_satisfied: true,
         candidates: &candidates,
         burst_replicas: BURST_REPLICAS,
-        now: server.clock.now(),
+        now: server.clock().now(),
         features: controller::FeatureGates::default(),
     };
     let plan = plan_sync(&input, Vec::new).expect("valid selector");
     let err = executor(&server).execute(&r, plan).await.unwrap_err();
     assert!(matches!(err, SyncError::Manage { .. }), "{err}");
-    let w = server.world();
-    let c = condition(&w.status_puts[0], REPLICA_FAILURE).expect("ReplicaFailure");
+    let status_puts = status_puts(&server);
+    let c = condition(&status_puts[0], REPLICA_FAILURE).expect("ReplicaFailure");
     assert_eq!(
         (c.reason.as_deref(), c.message.as_deref()),
         (

@@ -4,10 +4,12 @@
 use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
-use controller::{
-    Expectations,
-    pod_util::{controller_of, is_deleting, is_ready},
-};
+use controller::Expectations;
+use controller::pod_util::controller_of;
+use controller::pod_util::is_deleting;
+use controller::pod_util::is_ready;
+use controller::resolve_controller;
+use controller::selecting;
 use informer::{DeletedObject, EventHandler, LabelMatcher, Lister, ObjectKey, WorkQueue};
 use k8s_openapi::{api::apps::v1::ReplicaSet, apimachinery::pkg::apis::meta::v1::OwnerReference};
 
@@ -24,29 +26,15 @@ pub struct Handlers {
 impl Handlers {
     /// The ReplicaSet a controller reference points to, if it is one we know with that UID.
     fn resolve(&self, namespace: Option<&str>, r: &OwnerReference) -> Option<Arc<ReplicaSet>> {
-        if r.kind != "ReplicaSet" {
-            return None;
-        }
-        self.replica_sets
-            .get(namespace, &r.name)
-            .filter(|rs| rs.metadata.uid.as_deref() == Some(r.uid.as_str()))
+        resolve_controller(&self.replica_sets, namespace, r)
     }
 
     /// ReplicaSets in the pod's namespace whose selector matches it; empty selectors match nothing
     /// here (upstream `GetPodReplicaSets`).
     fn matching(&self, pod: &Pod) -> Vec<Arc<ReplicaSet>> {
-        let Some(ns) = pod.metadata.namespace.as_deref() else {
-            return Vec::new();
-        };
-        let matching: Vec<_> = self
-            .replica_sets
-            .list_namespace(ns, &LabelMatcher::Everything)
-            .into_iter()
-            .filter(|rs| match selector(rs) {
-                Ok(m @ LabelMatcher::Match(_)) => m.matches_labels(pod.metadata.labels.as_ref()),
-                _ => false,
-            })
-            .collect();
+        let matching = selecting(&self.replica_sets, &pod.metadata, |rs| {
+            selector(rs).ok().filter(|m| matches!(m, LabelMatcher::Match(_)))
+        });
         if matching.len() > 1 {
             tracing::warn!(pod = ?pod.metadata.name, "user error: more than one ReplicaSet selects this pod's labels");
         }

@@ -1,32 +1,14 @@
-use std::collections::BTreeMap;
-
-use controller::testing::pod;
 use informer::Store;
-use k8s_openapi::{
-    api::apps::v1::ReplicaSetSpec,
-    apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta},
-};
+use testing::{drain, pod, replica_set};
 
 use super::*;
 
 fn rs(name: &str, uid: &str, app: &str, min_ready: i32) -> ReplicaSet {
-    ReplicaSet {
-        metadata: ObjectMeta {
-            namespace: Some("ns".into()),
-            name: Some(name.into()),
-            uid: Some(uid.into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(ReplicaSetSpec {
-            selector: LabelSelector {
-                match_labels: Some(BTreeMap::from([("app".into(), app.into())])),
-                ..LabelSelector::default()
-            },
-            min_ready_seconds: Some(min_ready),
-            ..ReplicaSetSpec::default()
-        }),
-        status: None,
-    }
+    replica_set(name)
+        .uid(uid)
+        .selector("app", app)
+        .min_ready_seconds(min_ready)
+        .build()
 }
 
 fn setup() -> (PodHandler, Handlers) {
@@ -44,16 +26,6 @@ fn setup() -> (PodHandler, Handlers) {
         queue: WorkQueue::new(),
     };
     (PodHandler(h.clone()), h)
-}
-
-fn drain(q: &WorkQueue<ObjectKey>) -> Vec<String> {
-    let mut out = Vec::new();
-    while let Some(k) = q.try_get() {
-        out.push(k.to_string());
-        q.done(&k);
-    }
-    out.sort();
-    out
 }
 
 #[tokio::test]

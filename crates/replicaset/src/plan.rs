@@ -4,13 +4,16 @@
 use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
-use controller::{
-    Claim, Owner,
-    features::FeatureGates,
-    pod_util::{is_active, is_controlled_by, is_deleting, is_terminating},
-    ranking::{RankingOptions, pods_to_delete_with},
-    ref_manager::decide,
-};
+use controller::ClaimPlan;
+use controller::Owner;
+use controller::RankingOptions;
+use controller::features::FeatureGates;
+use controller::plan_claims;
+use controller::pod_util::is_active;
+use controller::pod_util::is_controlled_by;
+use controller::pod_util::is_deleting;
+use controller::pod_util::is_terminating;
+use controller::pods_to_delete_with;
 use informer::{LabelMatcher, ObjectKey, SelectorError};
 use k8s_openapi::{
     api::apps::v1::{ReplicaSet, ReplicaSetStatus},
@@ -36,17 +39,6 @@ pub struct SyncInput<'a> {
     /// The gates that change the plan: `PodDeletionCost` (the ranking) and
     /// `DeploymentReplicaSetTerminatingReplicas` (`status.terminatingReplicas` is left unset without it).
     pub features: FeatureGates,
-}
-
-/// Adoption and release to do before scaling.
-#[derive(Debug, Default)]
-pub struct ClaimPlan {
-    /// Active pods already controlled by this ReplicaSet and matching its selector.
-    pub owned: Vec<Arc<Pod>>,
-    pub adopt: Vec<Arc<Pod>>,
-    pub release: Vec<Arc<Pod>>,
-    /// Terminating pods controlled by this ReplicaSet and matching it (status.terminatingReplicas).
-    pub terminating: usize,
 }
 
 /// Pods to create or delete.
@@ -96,7 +88,7 @@ struct ScaleBasis {
 pub struct SyncPlan {
     pub key: ObjectKey,
     pub owner: Owner,
-    pub claims: ClaimPlan,
+    pub claims: ClaimPlan<Pod>,
     /// Computed as if every adoption succeeds.
     pub replicas: ReplicaPlan,
 }
@@ -121,10 +113,10 @@ pub fn plan_sync(
         key: key.clone(),
         source,
     })?;
-    let owner = owner(rs);
-    let claims = plan_claims(&owner, &matcher, input.candidates);
-    let claimed: Vec<Arc<Pod>> = claims.owned.iter().chain(&claims.adopt).cloned().collect();
-    let replicas = plan_replicas(input, claimed, claims.terminating, related);
+    let owner = Owner::of(rs);
+    let claims = plan_claims(&owner, &matcher, input.candidates.iter().filter(|p| is_active(p)));
+    let terminating = terminating_owned(&owner, &matcher, input.candidates);
+    let replicas = plan_replicas(input, claims.claimed(), terminating, related);
     Ok(SyncPlan {
         key,
         owner,
@@ -138,37 +130,18 @@ pub fn selector(rs: &ReplicaSet) -> Result<LabelMatcher, SelectorError> {
     LabelMatcher::from_selector(rs.spec.as_ref().map(|s| &s.selector))
 }
 
-/// The ReplicaSet as an owner of pods.
-pub fn owner(rs: &ReplicaSet) -> Owner {
-    let m = &rs.metadata;
-    Owner {
-        api_version: "apps/v1".into(),
-        kind: "ReplicaSet".into(),
-        namespace: m.namespace.clone().unwrap_or_default(),
-        name: m.name.clone().unwrap_or_default(),
-        uid: m.uid.clone().unwrap_or_default(),
-        deleting: is_deleting(m),
-    }
-}
-
-/// Sorts the candidates into owned, to adopt, to release and terminating (upstream `claimPods` over
-/// the active pods, then `FilterClaimedPods` over the terminating ones).
-pub fn plan_claims(owner: &Owner, matcher: &LabelMatcher, candidates: &[Arc<Pod>]) -> ClaimPlan {
-    let mut plan = ClaimPlan::default();
-    for pod in candidates {
-        let matches = matcher.matches_labels(pod.metadata.labels.as_ref());
-        if is_active(pod) {
-            match decide(owner, &pod.metadata, matches) {
-                Claim::Owned => plan.owned.push(pod.clone()),
-                Claim::Adopt => plan.adopt.push(pod.clone()),
-                Claim::Release => plan.release.push(pod.clone()),
-                Claim::Ignore => {}
-            }
-        } else if is_terminating(pod) && matches && is_controlled_by(&pod.metadata, &owner.uid) {
-            plan.terminating += 1;
-        }
-    }
-    plan
+/// Terminating pods controlled by this ReplicaSet and matching it (status.terminatingReplicas):
+/// upstream claims the active pods, then counts these with `FilterClaimedPods`.
+fn terminating_owned(owner: &Owner, matcher: &LabelMatcher, candidates: &[Arc<Pod>]) -> usize {
+    candidates
+        .iter()
+        .filter(|p| {
+            !is_active(p)
+                && is_terminating(p)
+                && matcher.matches_labels(p.metadata.labels.as_ref())
+                && is_controlled_by(&p.metadata, &owner.uid)
+        })
+        .count()
 }
 
 /// Scaling and status for the claimed active pods (upstream `manageReplicas`' decisions and

@@ -1,13 +1,8 @@
-use std::collections::BTreeMap;
-
-use controller::testing::pod;
 use k8s_openapi::{
-    api::{
-        apps::v1::{ReplicaSetCondition, ReplicaSetSpec},
-        core::v1::PodTemplateSpec,
-    },
-    apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta, Time},
+    api::apps::v1::ReplicaSetCondition,
+    apimachinery::pkg::apis::meta::v1::{LabelSelectorRequirement, Time},
 };
+use testing::{PodBuilder, pod, replica_set};
 
 use super::*;
 use crate::status::{REPLICA_FAILURE, needs_write};
@@ -19,39 +14,18 @@ fn ts(secs: i64) -> Timestamp {
 }
 
 fn rs(replicas: i32) -> ReplicaSet {
-    let labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
-    ReplicaSet {
-        metadata: ObjectMeta {
-            namespace: Some("ns".into()),
-            name: Some("web".into()),
-            uid: Some(RS_UID.into()),
-            generation: Some(1),
-            ..ObjectMeta::default()
-        },
-        spec: Some(ReplicaSetSpec {
-            replicas: Some(replicas),
-            selector: LabelSelector {
-                match_labels: Some(labels.clone()),
-                ..LabelSelector::default()
-            },
-            template: Some(PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(BTreeMap::from([
-                        ("app".into(), "web".into()),
-                        ("tier".into(), "fe".into()),
-                    ])),
-                    ..ObjectMeta::default()
-                }),
-                spec: None,
-            }),
-            min_ready_seconds: None,
-        }),
-        status: None,
-    }
+    replica_set("web")
+        .uid(RS_UID)
+        .generation(1)
+        .replicas(replicas)
+        .selector("app", "web")
+        .template_label("app", "web")
+        .template_label("tier", "fe")
+        .build()
 }
 
 /// A ready pod of the ReplicaSet, with all template labels.
-fn owned(name: &str) -> controller::testing::PodBuilder {
+fn owned(name: &str) -> PodBuilder {
     pod(name)
         .label("app", "web")
         .label("tier", "fe")

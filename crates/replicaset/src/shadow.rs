@@ -1,100 +1,59 @@
 //! What shadow mode calls a disagreement for a ReplicaSet: a plan that would act, or a computed
 //! status different from the one upstream wrote.
 
-use controller::compact_pod::Pod;
-use std::{
-    hash::{Hash, Hasher},
-    sync::Arc,
-};
-
-use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
+use controller::shadow::{Differences, names};
+use k8s_openapi::api::apps::v1::ReplicaSet;
 
 use crate::plan::{ReplicaChange, SyncPlan};
 
 /// One line per disagreeing field or intended action; empty when kcm-rs agrees with upstream.
 pub fn differences(rs: &ReplicaSet, plan: &SyncPlan) -> Vec<String> {
-    let mut out = Vec::new();
-    let names = |pods: &[Arc<Pod>]| {
-        pods.iter()
-            .map(|p| p.metadata.name.clone().unwrap_or_default())
-            .collect::<Vec<_>>()
-    };
+    let mut d = Differences::new();
     match &plan.replicas.change {
         ReplicaChange::None => {}
-        ReplicaChange::Create(n) => out.push(format!("pods: kcm-rs would create {n}")),
-        ReplicaChange::Delete(pods) => out.push(format!("pods: kcm-rs would delete {:?}", names(pods))),
+        ReplicaChange::Create(n) => d.would("pods", format_args!("create {n}")),
+        ReplicaChange::Delete(pods) => d.would("pods", format_args!("delete {:?}", names(pods))),
     }
     if !plan.claims.adopt.is_empty() {
-        out.push(format!(
-            "pods: kcm-rs would adopt {:?}",
-            names(&plan.claims.adopt)
-        ));
+        d.would("pods", format_args!("adopt {:?}", names(&plan.claims.adopt)));
     }
     if !plan.claims.release.is_empty() {
-        out.push(format!(
-            "pods: kcm-rs would release {:?}",
-            names(&plan.claims.release)
-        ));
+        d.would("pods", format_args!("release {:?}", names(&plan.claims.release)));
     }
     let old = rs.status.clone().unwrap_or_default();
     let new = &plan.replicas.status;
-    let n = |v: Option<i32>| v.unwrap_or(0);
-    let mut field = |name: &str, upstream: String, ours: String| {
-        if upstream != ours {
-            out.push(format!("status.{name}: upstream {upstream}, kcm-rs {ours}"));
-        }
-    };
-    field("replicas", old.replicas.to_string(), new.replicas.to_string());
-    field(
+    d.field("replicas", old.replicas, new.replicas);
+    d.count(
         "fullyLabeledReplicas",
-        n(old.fully_labeled_replicas).to_string(),
-        n(new.fully_labeled_replicas).to_string(),
+        old.fully_labeled_replicas,
+        new.fully_labeled_replicas,
     );
-    field(
-        "readyReplicas",
-        n(old.ready_replicas).to_string(),
-        n(new.ready_replicas).to_string(),
-    );
-    field(
+    d.count("readyReplicas", old.ready_replicas, new.ready_replicas);
+    d.count(
         "availableReplicas",
-        n(old.available_replicas).to_string(),
-        n(new.available_replicas).to_string(),
+        old.available_replicas,
+        new.available_replicas,
     );
-    field(
+    d.exact(
         "terminatingReplicas",
-        format!("{:?}", old.terminating_replicas),
-        format!("{:?}", new.terminating_replicas),
+        &old.terminating_replicas,
+        &new.terminating_replicas,
     );
-    field("conditions", conditions(&old), conditions(new));
+    d.conditions(
+        old.conditions
+            .iter()
+            .flatten()
+            .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_deref())),
+        new.conditions
+            .iter()
+            .flatten()
+            .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_deref())),
+    );
     if rs.metadata.generation != old.observed_generation {
-        out.push(format!(
+        d.push(format!(
             "status.observedGeneration: upstream {:?}, generation {:?}",
             old.observed_generation, rs.metadata.generation
         ));
     }
-    out
-}
-
-fn conditions(s: &ReplicaSetStatus) -> String {
-    let cs: Vec<String> = s
-        .conditions
-        .iter()
-        .flatten()
-        .map(|c| format!("{}={} ({})", c.type_, c.status, c.reason.as_deref().unwrap_or("")))
-        .collect();
-    cs.join(", ")
-}
-
-/// A hash of the ReplicaSet's and its candidate pods' resourceVersions: it changes whenever anything
-/// the plan depends on changes.
-pub fn fingerprint(rs: &ReplicaSet, pods: &[Arc<Pod>]) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    rs.metadata.resource_version.hash(&mut h);
-    let mut rvs: Vec<&str> = pods
-        .iter()
-        .filter_map(|p| p.metadata.resource_version.as_deref())
-        .collect();
-    rvs.sort_unstable();
-    rvs.hash(&mut h);
-    h.finish()
+    d.into_lines()
 }

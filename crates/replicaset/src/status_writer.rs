@@ -1,10 +1,10 @@
-//! Writing status to the status subresource.
+//! Writing a ReplicaSet's status to its status subresource.
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use kube::{Api, Client};
 
-use crate::{
-    errors::ControlError,
+use controller::{
+    ControlError,
     writes::{self, Written},
 };
 

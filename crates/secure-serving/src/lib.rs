@@ -18,8 +18,8 @@
 //! - `--tls-min-version` and `--tls-cipher-suites` take Go's names (`cipher_suites::tests`; e2e:
 //!   `VersionTLS13` refuses a TLS 1.2 client).
 //! - No credentials: `system:anonymous`, so always-allowed paths answer and `/metrics` is 403
-//!   (upstream's answer; the issue asked for 401). A bad token or an untrusted or expired client
-//!   certificate: 401, even on `/healthz` (`tests::refusals`, e2e).
+//!   (upstream's answer, kept over the 401 first specified). A bad token or an untrusted or expired
+//!   client certificate: 401, even on `/healthz` (`tests::refusals`, e2e).
 //! - Tokens: TokenReview, cached for the TTL, errors not cached (`tests::token_reviews_are_cached`).
 //! - Client certificates: checked per request against `--client-ca-file` or the
 //!   `extension-apiserver-authentication` ConfigMap; CN is the user, O the groups (`tests`, e2e).

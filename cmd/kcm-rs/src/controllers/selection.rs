@@ -6,33 +6,7 @@
 
 use thiserror::Error;
 
-/// A controller kube-controller-manager knows, under its current and its legacy (alias) name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ControllerName {
-    /// KCM's name, e.g. `replicaset-controller`.
-    pub name: &'static str,
-    /// The pre-1.29 short name KCM still accepts, e.g. `replicaset`.
-    pub alias: &'static str,
-}
-
-/// The controllers kcm-rs reimplements, in KCM's naming. All three are on by default in KCM.
-pub const KNOWN_CONTROLLERS: &[ControllerName] = &[
-    ControllerName {
-        name: "deployment-controller",
-        alias: "deployment",
-    },
-    ControllerName {
-        name: "job-controller",
-        alias: "job",
-    },
-    ControllerName {
-        name: "replicaset-controller",
-        alias: "replicaset",
-    },
-];
-
-/// KCM's flag default: every controller that is enabled by default.
-pub const DEFAULT_CONTROLLERS: &str = "*";
+use super::{CONTROLLERS, Descriptor};
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ControllersError {
@@ -51,17 +25,18 @@ pub enum ControllersError {
 }
 
 /// Refuses a feature gate that changes what an enabled controller must do when kcm-rs does not do
-/// it: `WorkloadWithJob` (alpha) has the Job controller create Workload and PodGroup objects and
-/// gang-schedule Indexed Jobs' pods. Running without them would silently schedule pods one by one.
+/// it (each descriptor's `unimplemented_gate`).
 pub fn check_gates(
     enabled: &[&'static str],
     gates: &controller::FeatureGates,
 ) -> Result<(), ControllersError> {
-    if gates.workload_with_job && enabled.contains(&"job-controller") {
-        return Err(ControllersError::UnimplementedGate {
-            gate: "WorkloadWithJob",
-            controller: "job-controller",
-        });
+    for d in CONTROLLERS.iter().filter(|d| enabled.contains(&d.name)) {
+        if let Some(gate) = (d.unimplemented_gate)(gates) {
+            return Err(ControllersError::UnimplementedGate {
+                gate,
+                controller: d.name,
+            });
+        }
     }
     Ok(())
 }
@@ -85,17 +60,13 @@ pub fn enabled_controllers(entries: &[String]) -> Result<Vec<&'static str>, Cont
         };
         let known = lookup(name).ok_or_else(|| ControllersError::Unknown {
             given: name.to_owned(),
-            known: KNOWN_CONTROLLERS
-                .iter()
-                .map(|c| c.name)
-                .collect::<Vec<_>>()
-                .join(", "),
+            known: CONTROLLERS.iter().map(|c| c.name).collect::<Vec<_>>().join(", "),
         })?;
         if !decided.iter().any(|(n, _)| *n == known.name) {
             decided.push((known.name, enable));
         }
     }
-    Ok(KNOWN_CONTROLLERS
+    Ok(CONTROLLERS
         .iter()
         .filter(|c| {
             decided
@@ -107,10 +78,8 @@ pub fn enabled_controllers(entries: &[String]) -> Result<Vec<&'static str>, Cont
         .collect())
 }
 
-fn lookup(name: &str) -> Option<&'static ControllerName> {
-    KNOWN_CONTROLLERS
-        .iter()
-        .find(|c| c.name == name || c.alias == name)
+fn lookup(name: &str) -> Option<&'static Descriptor> {
+    CONTROLLERS.iter().find(|c| c.name == name || c.alias == name)
 }
 
 #[cfg(test)]

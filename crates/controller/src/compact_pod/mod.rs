@@ -3,12 +3,12 @@
 //!
 //! Why a type of our own rather than a transform: `k8s-openapi`'s `Pod` keeps every optional field
 //! inline (2.4 KiB for the struct, 2.1 KiB per `Container`, 3.2 KiB per `Volume`, before any content),
-//! so even a pod stripped to the fields we read costs about 9.6 KiB, and decoding it first allocates
+//! so even a pod stripped to the fields we read costs several KiB (the `pod_memory` bench), and decoding it first allocates
 //! everything the API sent. [`Pod`] is decoded straight from the watch event's JSON: fields it
 //! does not hold are skipped by the parser without being allocated (managedFields, the containers'
 //! specs, volumes, ...), strings drawn from a small set of API values (phase, condition type and
 //! status, restart policy) point at static strings, and only the annotations some controller reads
-//! are kept ([`KEPT_ANNOTATIONS`]). See `benches/README.md` for the bytes per pod and the decoding rate.
+//! are kept ([`KEPT_ANNOTATIONS`]). See `benches/results/` for the bytes per pod and the decoding rate.
 //! It decodes as well from the API server's protobuf (`protobuf`, KCM's default content type), into
 //! the same values as from JSON, every string and list at its exact length as from JSON, so that a
 //! pod costs the same bytes whichever way it came (`protobuf_tests::recorded_pods_decode_as_their_json`;

@@ -4,7 +4,7 @@
 //!
 //! * Similar events (same object, type and reason, any message): once ten distinct messages have
 //!   been seen within ten minutes of each other, every further one is written as a single event
-//!   "(combined from similar events): <message>" whose count grows.
+//!   `(combined from similar events): <message>` whose count grows.
 //! * Identical events (same object, type, reason and message) update the count of the event already
 //!   written instead of creating another.
 //! * Each object may burst 25 events, refilled at one per 5 minutes; the rest are dropped.
@@ -14,7 +14,7 @@
 //! not grow without bound. Where client-go keys its caches by the strings of the object, type, reason
 //! and message joined, these hold 128 bits of hash of the same strings, and a set of similar events
 //! holds its messages' hashes: a recorder whose caches are full holds about a third of what the
-//! strings cost (the `event_memory` bench: 1,304 KiB against 4,352), and an event is correlated
+//! strings cost (the `event_memory` bench; figures in `benches/results/`), and an event is correlated
 //! without building a string.
 
 use std::{hash::Hash, time::Duration};
@@ -23,7 +23,7 @@ use ahash::RandomState;
 use lru::LruCache;
 use tokio::time::Instant;
 
-use crate::events::EventRecord;
+use super::record::EventRecord;
 
 /// Entries each cache holds (client-go `maxLruCacheEntries`).
 pub const CACHE_ENTRIES: usize = 4096;
@@ -113,7 +113,7 @@ impl Correlator {
             o.uid.as_deref(),
             o.api_version.as_deref(),
         );
-        let similar_key = self.key((object, ev.type_, ev.reason));
+        let similar_key = self.key((object, ev.type_, &*ev.reason));
         let message = self.hashers[0].hash_one(&ev.message);
         let similar = self.similar.get_or_insert_mut(similar_key, || Similar {
             messages: Vec::new(),
@@ -136,7 +136,7 @@ impl Correlator {
             (similar_key, format!("{COMBINED_PREFIX}{}", ev.message))
         } else {
             (
-                self.key((object, ev.type_, ev.reason, &ev.message)),
+                self.key((object, ev.type_, &*ev.reason, &ev.message)),
                 ev.message.clone(),
             )
         };
@@ -190,5 +190,5 @@ fn bound<V>(cache: &mut LruCache<EventKey, V>) {
 }
 
 #[cfg(test)]
-#[path = "event_correlator_tests.rs"]
+#[path = "correlator_tests.rs"]
 mod tests;

@@ -13,7 +13,7 @@ fn event(object: &str, reason: &'static str, message: &str) -> EventRecord {
             ..ObjectReference::default()
         },
         type_: "Normal",
-        reason,
+        reason: reason.into(),
         message: message.into(),
     }
 }

@@ -2,11 +2,11 @@
 //! Events), sent in the background so that a slow or failing Events API never slows a sync.
 //!
 //! Kept from client-go: the source component (`replicaset-controller`, ...) and its event correlator
-//! (`event_correlator`): similar events combined into one "(combined from similar events)" event,
+//! (`correlator`): similar events combined into one "(combined from similar events)" event,
 //! identical ones counted, and the per-object spam filter, so a 500-pod scale-up writes the events
 //! upstream writes.
 
-use std::sync::Arc;
+use std::{borrow::Cow, sync::Arc};
 
 use k8s_openapi::{
     api::core::v1::{Event, EventSource, ObjectReference},
@@ -21,22 +21,14 @@ use parking_lot::Mutex;
 use serde_json::json;
 use tokio::{sync::mpsc, time::Instant};
 
-use crate::event_correlator::Correlator;
+mod correlator;
+mod record;
 
-/// Events a recorder holds before it drops new ones (client-go's broadcaster queue length).
-pub const EVENT_QUEUE_LENGTH: usize = 1000;
-
-pub const TYPE_NORMAL: &str = "Normal";
-pub const TYPE_WARNING: &str = "Warning";
-
-/// One event to record.
-#[derive(Debug, Clone)]
-pub struct EventRecord {
-    pub object: ObjectReference,
-    pub type_: &'static str,
-    pub reason: &'static str,
-    pub message: String,
-}
+pub use correlator::{
+    AGGREGATE_INTERVAL, AGGREGATE_MAX_EVENTS, CACHE_ENTRIES, COMBINED_PREFIX, Correlator, Decision,
+    SPAM_BURST, SPAM_REFILL,
+};
+pub use record::{EVENT_QUEUE_LENGTH, EventRecord, PlannedEvent, TYPE_NORMAL, TYPE_WARNING};
 
 /// Records events from a controller. Cloning shares the background writer.
 #[derive(Debug, Clone)]
@@ -75,10 +67,11 @@ impl EventRecorder {
         &self,
         object: &ObjectReference,
         type_: &'static str,
-        reason: &'static str,
+        reason: impl Into<Cow<'static, str>>,
         message: String,
     ) {
-        tracing::debug!(object = ?object.name, reason, %message, "event");
+        let reason = reason.into();
+        tracing::debug!(object = ?object.name, %reason, %message, "event");
         let record = EventRecord {
             object: object.clone(),
             type_,
@@ -91,7 +84,7 @@ impl EventRecorder {
         if let Some(tx) = &self.tx
             && tx.try_send(record).is_err()
         {
-            tracing::warn!(reason, "event queue full; dropping event");
+            tracing::warn!(object = ?object.name, "event queue full; dropping event");
         }
     }
 
@@ -154,7 +147,7 @@ async fn write_events(
                 ..ObjectMeta::default()
             },
             involved_object: ev.object.clone(),
-            reason: Some(ev.reason.to_owned()),
+            reason: Some(ev.reason.to_string()),
             message: Some(decision.message.clone()),
             type_: Some(ev.type_.to_owned()),
             source: Some(EventSource {
@@ -171,7 +164,7 @@ async fn write_events(
         match crate::writes::create(&client, &namespace, &event).await {
             Ok(_) => correlator.written(decision.key, nanos, 1),
             // Namespaces being deleted refuse events; nothing to report then.
-            Err(e) => tracing::debug!(reason = ev.reason, "could not write event: {e}"),
+            Err(e) => tracing::debug!(reason = %ev.reason, "could not write event: {e}"),
         }
     }
 }

@@ -2,11 +2,15 @@
 //! reported only once an object has stayed unchanged for the settle time (upstream may simply not
 //! have caught up yet).
 
+mod diff;
+
 use std::{collections::BTreeMap, time::Duration};
 
 use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::time::Instant;
+
+pub use diff::{Condition, Differences, fingerprint, names};
 
 /// A reported disagreement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

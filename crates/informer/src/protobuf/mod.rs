@@ -23,7 +23,7 @@
 //!   `undecodable_bytes_are_an_error_naming_the_request`, `garbage_is_an_error_not_a_panic` (a
 //!   property test).
 //!
-//! The cost, in `benches/README.md`: `cargo bench --bench wire_decode` for one event, and the
+//! The cost, in `benches/results/`: `cargo bench --bench wire_decode` for one event, and the
 //! side-by-side runs with `--kube-api-content-type` either way.
 
 pub mod decode;

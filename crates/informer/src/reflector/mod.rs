@@ -66,8 +66,8 @@ pub enum ReflectorEvent<K> {
 
 /// A full listing by key, each object already in the `Arc` the store will hold. A streaming list
 /// builds it as its events arrive and the informer applies it as it is: no second map, and no copy
-/// of the objects into a list and then into `Arc`s. With those copies an idle kcm-rs caching 20,000
-/// pods peaked 10 MiB (20 %) above its settled size (benches/README.md).
+/// of the objects into a list and then into `Arc`s. With those copies an idle kcm-rs caching many
+/// pods peaked well above its settled size (the `list_memory` bench; figures in benches/results/).
 pub type Snapshot<K> = AHashMap<ObjectKey, Arc<K>>;
 
 /// Reflector settings; `Default` gives upstream's.

@@ -4,6 +4,6 @@ mod index;
 mod lister;
 mod thread_safe;
 
-pub use index::{CONTROLLER_UID_INDEX, IndexFn, NAMESPACE_INDEX, controller_uid_index, namespace_index};
+pub use index::{IndexFn, NAMESPACE_INDEX, namespace_index};
 pub use lister::Lister;
 pub use thread_safe::{NoSuchIndex, Store};

@@ -5,7 +5,23 @@ use kube::api::ObjectMeta;
 use proptest::prelude::*;
 
 use super::*;
-use crate::store::index::{CONTROLLER_UID_INDEX, NAMESPACE_INDEX, controller_uid_index, namespace_index};
+use crate::store::index::{IndexFn, NAMESPACE_INDEX, namespace_index};
+
+/// A multi-valued index for these tests: objects by the UID of their controller, if any.
+const CONTROLLER_UID_INDEX: &str = "controller-uid";
+
+fn controller_uid_index<K: kube::Resource>() -> IndexFn<K> {
+    std::sync::Arc::new(|obj: &K| {
+        obj.meta()
+            .owner_references
+            .iter()
+            .flatten()
+            .filter(|r| r.controller == Some(true))
+            .map(|r| r.uid.clone())
+            .take(1)
+            .collect()
+    })
+}
 
 fn pod(ns: &str, name: &str, owner: Option<&str>) -> Arc<Pod> {
     Arc::new(Pod {

@@ -12,7 +12,6 @@ use k8s_openapi::api::batch::v1::JobCondition;
 use super::{support::*, *};
 use crate::{
     fixtures::*,
-    manage::PodAction,
     spec::{COMPLETION_INDEX_ANNOTATION, REPLACE_FAILED},
 };
 
@@ -150,7 +149,9 @@ fn check(r: &Row) {
     let deletions = p.sync.action.deletions();
     assert_eq!(deletions.len(), r.deletions, "{name}: deletions");
     let unfinalized_deletes = match &p.sync.action {
-        PodAction::Delete(d) => d.iter().filter(|p| has_tracking_finalizer(&p.metadata)).count(),
+        PodAction::RemoveFinalizerThenDelete(d) => {
+            d.iter().filter(|p| has_tracking_finalizer(&p.metadata)).count()
+        }
         _ => 0,
     };
     let patches = p.status.remove_finalizers.len() + unfinalized_deletes;

@@ -1,11 +1,11 @@
 //! Cases after upstream's `TestControllerSyncJob` (counting, manageJob, finishing, suspend,
 //! Indexed) and `TestSyncJobPastDeadline`, run through the whole plan assuming every write
-//! succeeds. The table ported row by row is `plan::table`.
+//! succeeds. The table ported row by row is `plan::tests::table`.
 
 use std::collections::HashSet;
 
 use super::{support::*, *};
-use crate::{fixtures::*, manage::PodAction};
+use crate::fixtures::*;
 
 #[test]
 fn job_start_creates_parallelism_pods_and_sets_start_time() {
@@ -96,7 +96,7 @@ fn completions_reached_interim_then_complete() {
         Some(("True".into(), "CompletionsReached".into()))
     );
     assert!(a.status.completion_time.is_some());
-    let events = crate::finish::finished_events(Some(2), 2, a.finished.as_ref().unwrap());
+    let events = crate::plan::finished_events(Some(2), 2, a.finished.as_ref().unwrap());
     assert_eq!(events[0].reason, "Completed");
 }
 
@@ -185,7 +185,7 @@ fn re_creation_waits_out_the_pod_failure_backoff() {
 
 /// Upstream's allowance is `time.Duration(ads) * time.Second` in 64-bit nanoseconds: from
 /// 9223372037 s it wraps, and int64's maximum (a common "infinite" value) fails the Job at once.
-/// kcm-rs computes the same allowance (`finishing::deadline_left`).
+/// kcm-rs computes the same allowance (`plan::finishing::deadline_left`).
 #[test]
 fn a_huge_active_deadline_wraps_as_upstreams_duration_does() {
     let mut j = job(1, Some(1));
@@ -238,7 +238,7 @@ fn suspend_deletes_active_pods_clears_start_time_and_resume_resets_it() {
     status(&mut j).start_time = Some(Time(ts(1)));
     let p = full(&j, &running(2));
     assert_eq!(deleted(&p).len(), 2);
-    assert!(matches!(p.sync.action, PodAction::Delete(_)));
+    assert!(matches!(p.sync.action, PodAction::RemoveFinalizerThenDelete(_)));
     assert_eq!(
         cond(&p.status.status, "Suspended"),
         Some(("True".into(), "JobSuspended".into()))
@@ -360,7 +360,7 @@ fn adoption_adds_the_finalizer_and_foreign_pods_are_left_alone() {
         },
     ];
     let p = full(&j, &pods);
-    assert_eq!(p.sync.adopt.len(), 1);
+    assert_eq!(p.sync.claims.adopt.len(), 1);
     assert!(has_tracking_finalizer(&p.sync.pods[0].metadata));
     assert_eq!(p.sync.pods.len(), 1);
     assert_eq!(creates(&p), 0);

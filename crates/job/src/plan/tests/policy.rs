@@ -8,8 +8,7 @@ use k8s_openapi::api::batch::v1::{SuccessPolicy, SuccessPolicyRule, UncountedTer
 use super::{support::*, *};
 use crate::{
     fixtures::*,
-    manage::{MAX_POD_CREATE_DELETE_PER_SYNC, PodAction},
-    tracking::MAX_UNCOUNTED_PODS,
+    plan::{pods::MAX_POD_CREATE_DELETE_PER_SYNC, tracking::MAX_UNCOUNTED_PODS},
 };
 
 #[test]

@@ -5,7 +5,10 @@
 use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
-use controller::{Clock, EventRecorder, Expectations, consistency::ConsistencyStore};
+use controller::Clock;
+use controller::ConsistencyStore;
+use controller::EventRecorder;
+use controller::Expectations;
 use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 
 use super::*;

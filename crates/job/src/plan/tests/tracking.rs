@@ -13,7 +13,10 @@ use super::*;
 use crate::{
     backoff::BackoffRecord,
     fixtures::{PodB, job, pod, status, ts},
-    plan::{Decision, SyncInput, plan_pods},
+    plan::{
+        Decision, SyncInput, plan_pods, state::StatusDraft, status_after_removal,
+        tracking::track as plan_tracking,
+    },
 };
 
 const NOW: i64 = 100;
@@ -36,7 +39,14 @@ fn track(j: &Job, pods: Vec<PodB>, finished: Option<JobCondition>, expected: &[&
     let Decision::Sync(plan) = plan_pods(&input).unwrap() else {
         panic!("not synced")
     };
-    plan.track(plan.job.clone(), finished, plan.terminating, false, Vec::new())
+    let draft = StatusDraft {
+        job: plan.job.clone(),
+        finished,
+        terminating: plan.terminating,
+        needs_flush: false,
+        events: Vec::new(),
+    };
+    plan_tracking(&plan, draft)
 }
 
 fn uncounted(succeeded: &[&str], failed: &[&str]) -> Option<UncountedTerminatedPods> {
@@ -62,7 +72,7 @@ fn after_all(sp: &StatusPlan) -> JobStatus {
         .iter()
         .filter_map(|p| p.metadata.uid.clone())
         .collect();
-    sp.after_removal(&removed, false, ts(NOW)).status
+    status_after_removal(sp, &removed, false, ts(NOW)).status
 }
 
 fn with_status(mut j: Job, s: i32, f: i32, u: Option<UncountedTerminatedPods>) -> Job {
@@ -183,7 +193,7 @@ fn succeeding_job_by_success_criteria_keeps_pending_pods_uncounted() {
         .iter()
         .filter_map(|p| p.metadata.uid.clone())
         .collect();
-    let later = sp.after_removal(&removed, false, ts(NOW + 2)).status;
+    let later = status_after_removal(&sp, &removed, false, ts(NOW + 2)).status;
     let complete = later.conditions.iter().flatten().find(|c| c.type_ == COMPLETE);
     assert_eq!(complete.unwrap().last_transition_time, Some(Time(ts(NOW + 2))));
     assert_eq!(later.completion_time, Some(Time(ts(NOW))));
@@ -243,7 +253,7 @@ fn pod_patch_errors_with_partial_success_keep_the_new_uids() {
         sorted(&sp.status.uncounted_terminated_pods),
         sorted(&uncounted(&["c"], &["d"]))
     );
-    let a = sp.after_removal(&HashSet::new(), true, ts(NOW));
+    let a = status_after_removal(&sp, &HashSet::new(), true, ts(NOW));
     assert_eq!(
         sorted(&a.status.uncounted_terminated_pods),
         sorted(&uncounted(&["c"], &["d"]))

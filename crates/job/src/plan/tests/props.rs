@@ -10,8 +10,7 @@ use proptest::prelude::*;
 use crate::{
     backoff::BackoffRecord,
     fixtures::{indexed, job, pod, status, ts},
-    manage::PodAction,
-    plan::{Decision, FullPlan, SyncInput, plan_sync},
+    plan::{Decision, FullPlan, PodAction, SyncInput, plan_sync, status_after_removal},
     spec::{JOB_TRACKING_FINALIZER, is_finished},
 };
 
@@ -43,7 +42,7 @@ fn apply(j: &mut Job, pods: &mut Vec<Arc<Pod>>, p: &FullPlan, round: usize) {
         .iter()
         .filter_map(|p| p.metadata.uid.clone())
         .collect();
-    *status(j) = p.status.after_removal(&removed, false, ts(NOW)).status;
+    *status(j) = status_after_removal(&p.status, &removed, false, ts(NOW)).status;
     let deleting: HashSet<String> = p
         .sync
         .action
@@ -51,7 +50,7 @@ fn apply(j: &mut Job, pods: &mut Vec<Arc<Pod>>, p: &FullPlan, round: usize) {
         .iter()
         .filter_map(|p| p.metadata.uid.clone())
         .collect();
-    let unfinalize = matches!(p.sync.action, PodAction::Delete(_));
+    let unfinalize = matches!(p.sync.action, PodAction::RemoveFinalizerThenDelete(_));
     for pod in pods.iter_mut() {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let mut q = (**pod).clone();
@@ -77,7 +76,7 @@ fn apply(j: &mut Job, pods: &mut Vec<Arc<Pod>>, p: &FullPlan, round: usize) {
 }
 
 fn asks_nothing(p: &FullPlan) -> bool {
-    let after = p.status.after_removal(&HashSet::new(), false, ts(NOW));
+    let after = status_after_removal(&p.status, &HashSet::new(), false, ts(NOW));
     matches!(p.sync.action, PodAction::None)
         && p.status.remove_finalizers.is_empty()
         && !p.status.flush_first

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use super::*;
-use crate::{finish::AfterRemoval, fixtures::*, manage::PodAction};
+use crate::fixtures::*;
 
 pub(crate) const NOW: i64 = 100;
 
@@ -36,7 +36,7 @@ pub(crate) fn after(p: &FullPlan) -> AfterRemoval {
         .iter()
         .map(|p| p.metadata.uid.clone().unwrap())
         .collect();
-    p.status.after_removal(&removed, false, ts(NOW))
+    status_after_removal(&p.status, &removed, false, ts(NOW))
 }
 
 pub(crate) fn creates(p: &FullPlan) -> usize {

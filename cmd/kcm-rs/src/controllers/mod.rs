@@ -1,0 +1,209 @@
+//! The controllers this binary runs, each registered once in [`CONTROLLERS`] with its name, its
+//! alias and how to start it, as kube-controller-manager registers a `ControllerDescriptor` per
+//! controller (`cmd/kube-controller-manager/app`). `--controllers`, its `--help` text, the gates
+//! refused at start and the start-up itself all read this table; adding a controller is one entry.
+
+mod selection;
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use controller::{FeatureGates, Started, shadow::ShadowState, spawn};
+use deployment::{DeploymentController, DeploymentOptions};
+use informer::SharedInformerFactory;
+use job::{JobController, JobOptions};
+use replicaset::{ReplicaSetController, ReplicaSetOptions};
+use tokio_util::sync::CancellationToken;
+
+pub use selection::{check_gates, enabled_controllers};
+
+use crate::{
+    client::Clients,
+    flags::{Args, ShadowPerturbation},
+    metrics::Metrics,
+};
+
+/// One controller kcm-rs implements.
+#[derive(Debug)]
+pub struct Descriptor {
+    /// KCM's name, e.g. `replicaset-controller`.
+    pub name: &'static str,
+    /// The pre-1.29 short name KCM still accepts, e.g. `replicaset`.
+    pub alias: &'static str,
+    /// A feature gate that asks this controller for something kcm-rs does not do, if it is on:
+    /// refused at start rather than silently ignored.
+    pub unimplemented_gate: fn(&FeatureGates) -> Option<&'static str>,
+    /// Builds the controller on the shared informers and starts it (read-only in shadow mode).
+    pub start: fn(&StartContext<'_>) -> anyhow::Result<Started>,
+}
+
+/// The controllers kcm-rs reimplements, sorted by name; all three are on by default in KCM.
+pub const CONTROLLERS: &[Descriptor] = &[
+    Descriptor {
+        name: deployment::COMPONENT,
+        alias: "deployment",
+        unimplemented_gate: |_| None,
+        start: start_deployment,
+    },
+    Descriptor {
+        name: job::COMPONENT,
+        alias: "job",
+        // WorkloadWithJob (alpha) has the Job controller create Workload and PodGroup objects and
+        // gang-schedule Indexed Jobs' pods; running without them would schedule pods one by one.
+        unimplemented_gate: |g| g.workload_with_job.then_some("WorkloadWithJob"),
+        start: start_job,
+    },
+    Descriptor {
+        name: replicaset::COMPONENT,
+        alias: "replicaset",
+        unimplemented_gate: |_| None,
+        start: start_replicaset,
+    },
+];
+
+/// What every controller is started from.
+pub struct StartContext<'a> {
+    pub args: &'a Args,
+    pub factory: &'a SharedInformerFactory,
+    pub clients: &'a Clients,
+    pub metrics: &'a Metrics,
+    /// This process's identity, the reportingInstance of its events.
+    pub identity: &'a str,
+    /// KCM's resync period, drawn once for every informer of the process.
+    pub resync_period: Option<std::time::Duration>,
+    /// Set in shadow mode: controllers plan and compare instead of writing.
+    pub shadow: Option<&'a Arc<ShadowState>>,
+    pub cancel: &'a CancellationToken,
+}
+
+/// Starts the enabled controllers, in the table's order.
+pub fn start(enabled: &[&str], cx: &StartContext<'_>) -> anyhow::Result<Vec<Started>> {
+    let mut started = Vec::new();
+    for d in CONTROLLERS.iter().filter(|d| enabled.contains(&d.name)) {
+        started.push((d.start)(cx).with_context(|| format!("starting {}", d.name))?);
+        tracing::info!(shadow = cx.shadow.is_some(), "started {}", d.name);
+    }
+    Ok(started)
+}
+
+/// The `--controllers` help text, listing the table's names.
+pub fn help() -> String {
+    let names: Vec<_> = CONTROLLERS.iter().map(|d| d.name).collect();
+    let aliases: Vec<_> = CONTROLLERS.iter().map(|d| d.alias).collect();
+    format!(
+        "A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the \
+         controller named 'foo', '-foo' disables the controller named 'foo'. The first item for a \
+         particular name wins. All controllers: {} (aliases {}).",
+        names.join(", "),
+        aliases.join(", ")
+    )
+}
+
+fn perturbed(cx: &StartContext<'_>, p: ShadowPerturbation) -> bool {
+    cx.args.shadow_perturb == Some(p)
+}
+
+fn start_replicaset(cx: &StartContext<'_>) -> anyhow::Result<Started> {
+    let client = cx.clients.client_for(replicaset::COMPONENT)?;
+    let options = ReplicaSetOptions {
+        workers: cx.args.concurrent_replicaset_syncs,
+        ignore_min_ready_seconds: perturbed(cx, ShadowPerturbation::IgnoreMinReadySeconds),
+        instance: cx.identity.to_owned(),
+        features: cx.args.feature_gates,
+        resync_period: cx.resync_period,
+        ..ReplicaSetOptions::default()
+    };
+    Ok(match cx.shadow {
+        Some(s) => spawn(
+            ReplicaSetController::shadow(cx.factory, client, s.clone(), options, cx.metrics),
+            cx.cancel,
+        ),
+        None => spawn(
+            ReplicaSetController::new(
+                cx.factory,
+                client,
+                options,
+                cx.metrics,
+                Arc::new(cx.metrics.clone()),
+            ),
+            cx.cancel,
+        ),
+    })
+}
+
+fn start_deployment(cx: &StartContext<'_>) -> anyhow::Result<Started> {
+    let client = cx.clients.client_for(deployment::COMPONENT)?;
+    let options = DeploymentOptions {
+        workers: cx.args.concurrent_deployment_syncs,
+        instance: cx.identity.to_owned(),
+        resync_period: cx.resync_period,
+        ignore_paused: perturbed(cx, ShadowPerturbation::IgnorePaused),
+        features: cx.args.feature_gates,
+    };
+    Ok(match cx.shadow {
+        Some(s) => spawn(
+            DeploymentController::shadow(cx.factory, client, s.clone(), options, cx.metrics),
+            cx.cancel,
+        ),
+        None => spawn(
+            DeploymentController::new(cx.factory, client, options, cx.metrics),
+            cx.cancel,
+        ),
+    })
+}
+
+fn start_job(cx: &StartContext<'_>) -> anyhow::Result<Started> {
+    let client = cx.clients.client_for(job::COMPONENT)?;
+    let options = JobOptions {
+        workers: cx.args.concurrent_job_syncs,
+        instance: cx.identity.to_owned(),
+        features: cx.args.feature_gates,
+        resync_period: cx.resync_period,
+        ignore_suspend: perturbed(cx, ShadowPerturbation::IgnoreSuspend),
+    };
+    Ok(match cx.shadow {
+        Some(s) => spawn(
+            JobController::shadow(cx.factory, client, s.clone(), options, cx.metrics),
+            cx.cancel,
+        ),
+        None => spawn(
+            JobController::new(cx.factory, client, options, cx.metrics, cx.metrics.job_metrics()),
+            cx.cancel,
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_sorted_and_names_are_unique() {
+        let names: Vec<_> = CONTROLLERS.iter().map(|d| d.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(names, sorted);
+    }
+
+    #[test]
+    fn the_help_lists_every_controller_and_alias() {
+        let help = help();
+        for d in CONTROLLERS {
+            assert!(help.contains(d.name) && help.contains(d.alias), "{help}");
+        }
+    }
+
+    /// deploy/rbac.yaml names the upstream roles its rules are taken from, as
+    /// `system:controller:{a,b,c}-controller`: exactly the table's controllers.
+    #[test]
+    fn the_shipped_rbac_is_written_for_exactly_these_controllers() {
+        let rbac = include_str!("../../../../deploy/rbac.yaml");
+        let start = rbac.find("system:controller:{").expect("the roles line") + "system:controller:{".len();
+        let end = start + rbac[start..].find('}').expect("closing brace");
+        let mut roles: Vec<_> = rbac[start..end].split(',').map(str::trim).collect();
+        roles.sort_unstable();
+        let aliases: Vec<_> = CONTROLLERS.iter().map(|d| d.alias).collect();
+        assert_eq!(roles, aliases);
+    }
+}

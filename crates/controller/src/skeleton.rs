@@ -1,0 +1,168 @@
+//! The one way a workload controller runs, written once for the three (controller-runtime's
+//! `Controller.Start` is likewise one function for every reconciler): wait until every event handler
+//! has seen its informer's initial list, start the workers over the queue, and on cancellation let the
+//! syncs in flight drain ([`crate::worker`]).
+//!
+//! A controller crate supplies what differs: its informers and handlers (registered into a
+//! [`Wiring`] when it is built) and its sync ([`Reconciler`]). The binary starts any of them with
+//! [`spawn`], whose [`Started`] carries what the health checks and the shutdown need.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use informer::{HandlerRegistration, HasSynced, ObjectKey, WorkQueue, wait_for_cache_sync};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    consistency::{ConsistencyStore, StaleCache},
+    metrics::SyncMetrics,
+    worker::{DEFAULT_DRAIN_TIMEOUT, Reconciler, WorkerOptions, run_workers},
+};
+
+/// A workload controller as the skeleton runs it.
+pub trait Controller: Reconciler + Sized {
+    /// KCM's name for it (`replicaset-controller`): its events' source, its health check, its logs.
+    const NAME: &'static str;
+
+    /// The registrations, queue and workers built with the controller.
+    fn wiring(&self) -> &Wiring;
+
+    /// Worker pools over queues of other keys, run beside the main queue's with the same options
+    /// (the Job controller's orphan-pod queue). Default: none.
+    fn run_beside(
+        self: &Arc<Self>,
+        options: WorkerOptions,
+        cancel: CancellationToken,
+    ) -> Option<BoxFuture<'static, ()>> {
+        let _ = (options, cancel);
+        None
+    }
+
+    /// Whether every handler has seen its informer's initial contents.
+    fn has_synced(&self) -> bool {
+        self.wiring().has_synced()
+    }
+
+    /// The queue of object keys the workers take from.
+    fn queue(&self) -> &WorkQueue<ObjectKey> {
+        &self.wiring().queue
+    }
+}
+
+/// What every controller holds the same way.
+pub struct Wiring {
+    /// Invariant: the workers start only once every registration here has synced; a registration
+    /// added after [`run`] has begun waiting is not waited for.
+    registrations: Vec<HandlerRegistration>,
+    queue: WorkQueue<ObjectKey>,
+    /// Concurrent syncs (`--concurrent-*-syncs`).
+    workers: usize,
+    metrics: Arc<dyn SyncMetrics>,
+}
+
+impl std::fmt::Debug for Wiring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wiring")
+            .field("registrations", &self.registrations.len())
+            .field("workers", &self.workers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Wiring {
+    pub fn new(queue: WorkQueue<ObjectKey>, workers: usize, metrics: Arc<dyn SyncMetrics>) -> Self {
+        Self {
+            registrations: Vec::new(),
+            queue,
+            workers,
+            metrics,
+        }
+    }
+
+    /// Adds a handler registration whose initial sync gates the workers.
+    pub fn register(&mut self, registration: HandlerRegistration) {
+        self.registrations.push(registration);
+    }
+
+    pub fn has_synced(&self) -> bool {
+        self.registrations.iter().all(HandlerRegistration::has_synced)
+    }
+
+    pub fn metrics(&self) -> &Arc<dyn SyncMetrics> {
+        &self.metrics
+    }
+
+    /// Reading one's own writes: `Err` while a cache is older than what this controller wrote for
+    /// `key`, counted as a stale skip (`read` gives each group-resource's newest applied version).
+    pub fn ensure_fresh(
+        &self,
+        consistency: &ConsistencyStore,
+        key: &ObjectKey,
+        read: impl Fn(&'static str) -> u64,
+    ) -> Result<(), StaleCache> {
+        consistency.ensure_ready(key.as_str(), read).inspect_err(|stale| {
+            let (resource, group) = stale
+                .group_resource
+                .split_once('.')
+                .unwrap_or((stale.group_resource, ""));
+            self.metrics.stale_sync_skip(group, resource);
+        })
+    }
+}
+
+/// Runs `controller` until `cancel` fires: waits for its caches, starts its workers (and any run
+/// beside them), then lets in-flight syncs finish, bounded by [`DEFAULT_DRAIN_TIMEOUT`].
+pub async fn run<C: Controller>(controller: Arc<C>, cancel: CancellationToken) {
+    let wiring = controller.wiring();
+    let synced: Vec<&dyn HasSynced> = wiring.registrations.iter().map(|r| r as &dyn HasSynced).collect();
+    if !wait_for_cache_sync(&cancel, &synced).await {
+        return;
+    }
+    tracing::info!(
+        controller = C::NAME,
+        workers = wiring.workers,
+        "caches synced; starting workers"
+    );
+    let options = WorkerOptions {
+        workers: wiring.workers,
+        drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+    };
+    let queue = wiring.queue.clone();
+    let metrics = wiring.metrics.clone();
+    let beside = controller.run_beside(options, cancel.clone());
+    let main = run_workers(C::NAME, controller, queue, metrics, options, cancel);
+    match beside {
+        Some(beside) => drop(tokio::join!(main, beside)),
+        None => main.await,
+    }
+    tracing::info!(controller = C::NAME, "stopped");
+}
+
+/// A controller started by [`spawn`].
+pub struct Started {
+    pub name: &'static str,
+    /// Whether its caches have synced: its health check.
+    pub synced: Arc<dyn Fn() -> bool + Send + Sync>,
+    /// Ends once its workers have drained after cancellation.
+    pub task: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Started {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Started")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Starts `controller` on the runtime: [`run`] in a task of its own.
+pub fn spawn<C: Controller>(controller: C, cancel: &CancellationToken) -> Started {
+    let controller = Arc::new(controller);
+    let probe = controller.clone();
+    Started {
+        name: C::NAME,
+        synced: Arc::new(move || probe.has_synced()),
+        task: tokio::spawn(run(controller, cancel.clone())),
+    }
+}
