@@ -151,6 +151,24 @@ cluster_start() {
   cluster_up=true
 }
 
+# Waits, at most $settle_timeout seconds, until no namespace of the lane's control plane is being
+# deleted. Suites delete their namespaces in the background as they end; one that leaves a thousand
+# pods behind (leader_election_load) keeps upstream's controllers and the API server busy well into
+# the next suite, whose upstream half then lags behind what its differential expects.
+settle_timeout=${KCM_RS_E2E_SETTLE_SECONDS:-180}
+settle() {
+  $cluster_up || return 0
+  local t0=$SECONDS kubectl terminating
+  kubectl=$(source "$KCM_RS_RUN_DIR/cluster.env" && echo "$KCM_RS_KUBE_BIN/kubectl")
+  while ((SECONDS - t0 < settle_timeout)); do
+    terminating=$("$kubectl" --kubeconfig "$KCM_RS_RUN_DIR/kubeconfig" get namespaces --no-headers 2>/dev/null |
+      awk '$2 == "Terminating"' | wc -l) || terminating=0
+    ((terminating == 0)) && break
+    sleep 2
+  done
+  ((SECONDS - t0 < 2)) || say "waited $((SECONDS - t0))s for the previous suite's namespaces to go"
+}
+
 cluster_stop() {
   $cluster_up || return 0
   if ((lane_failed)); then
@@ -187,7 +205,8 @@ run_item() {
   local item=$1 t0=$SECONDS rc out counts
   case $item in
     conformance-ci | bench-smoke) cluster_stop ;;
-    *) cluster_start || { record "$item" "$lane" 0 NO-CLUSTER - -; return 1; } ;;
+    *) cluster_start || { record "$item" "$lane" 0 NO-CLUSTER - -; return 1; }
+       settle ;;
   esac
   say "$item: started"
   printf '\n===== %s (lane %s) =====\n' "$item" "$lane"
