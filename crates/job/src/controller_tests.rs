@@ -5,12 +5,10 @@
 use controller::{ControllerMetrics, SyncMetrics};
 use informer::{MetricsProvider, SharedInformerFactory, Store};
 use parking_lot::Mutex;
+use testing::{ApiServer, FakeClock, Verb};
 
 use super::*;
-use crate::{
-    fake_cluster::FakeCluster,
-    fixtures::{job, spec},
-};
+use crate::fixtures::{job, spec, ts};
 
 const KEY: &str = "ns/foobar";
 
@@ -42,26 +40,44 @@ fn put<K: kube::Resource<DynamicType = ()> + Clone>(store: &Store<K>, obj: K) {
     store.upsert(ObjectKey::of(&obj), Arc::new(obj));
 }
 
-fn controller(j: Job) -> (JobController<FakeCluster>, FakeCluster, Arc<Recorded>) {
+type Setup = (JobController<KubePodControl>, ApiServer, Arc<Recorded>);
+
+fn controller(j: Job) -> Setup {
     controller_with(j, JobOptions::default())
 }
 
-fn controller_with(j: Job, options: JobOptions) -> (JobController<FakeCluster>, FakeCluster, Arc<Recorded>) {
-    let cluster = FakeCluster::default();
-    cluster.world().jobs.insert(KEY.into(), j.clone());
-    let factory = SharedInformerFactory::new(cluster.client());
+/// A controller writing pods through [`KubePodControl`] to a server holding `j` (the pods it
+/// creates are created at 1 s), its Job cache holding `j` too.
+fn controller_with(j: Job, options: JobOptions) -> Setup {
+    let server = ApiServer::with_clock(Arc::new(FakeClock::at(ts(1))));
+    server.insert(&j);
+    let factory = SharedInformerFactory::new(server.client());
     let metrics = Arc::new(Recorded::default());
+    let recorder = EventRecorder::in_memory();
     let c = JobController::with_control(
         &factory,
-        cluster.client(),
-        cluster.clone(),
-        EventRecorder::in_memory(),
+        server.client(),
+        KubePodControl::new(server.client(), recorder.clone()),
+        recorder,
         options,
         &*metrics,
         metrics.clone(),
     );
     put(c.handlers.jobs.store(), j);
-    (c, cluster, metrics)
+    (c, server, metrics)
+}
+
+fn stored_job(server: &ApiServer) -> Job {
+    server.get("ns", "foobar").expect("the Job is stored")
+}
+
+/// How many status PUTs were sent, whatever the answer.
+fn status_puts(server: &ApiServer) -> usize {
+    let requests = server.requests();
+    let puts = requests
+        .iter()
+        .filter(|r| r.verb == Some(Verb::Update) && r.subresource.as_deref() == Some("status"));
+    puts.count()
 }
 
 #[tokio::test]
@@ -74,7 +90,7 @@ async fn an_invalid_selector_is_an_error_retried_with_backoff_and_no_event() {
     assert!(matches!(err, SyncError::InvalidSelector { .. }), "{err}");
     assert!(err.to_string().contains(KEY), "{err}");
     assert_eq!(*metrics.0.lock(), ["sync NonIndexed error reconciling"]);
-    assert!(cluster.world().pod_writes.is_empty());
+    assert!(cluster.writes("pods").is_empty());
     assert!(
         c.executor.recorder.recorded().is_empty(),
         "upstream records no event"
@@ -85,7 +101,7 @@ async fn an_invalid_selector_is_an_error_retried_with_backoff_and_no_event() {
 async fn a_cache_older_than_our_own_writes_skips_the_sync() {
     let (c, cluster, metrics) = controller(job(2, Some(2)));
     c.sync(&ObjectKey::parse(KEY)).await.expect("first sync");
-    assert_eq!(cluster.world().pods.len(), 2);
+    assert_eq!(cluster.list::<Pod>().len(), 2);
     // Nothing reached the (never started) informers: both caches are older than the writes.
     let err = c.sync(&ObjectKey::parse(KEY)).await.unwrap_err();
     let SyncError::Stale { key, source } = &err else {
@@ -93,7 +109,7 @@ async fn a_cache_older_than_our_own_writes_skips_the_sync() {
     };
     assert_eq!(key.as_str(), KEY);
     assert!([GR_PODS, GR_JOBS].contains(&source.group_resource));
-    assert_eq!(cluster.world().pods.len(), 2, "no second round of creations");
+    assert_eq!(cluster.list::<Pod>().len(), 2, "no second round of creations");
     let recorded = metrics.0.lock().clone();
     assert_eq!(recorded[0], "sync NonIndexed success pods_created");
     assert!(recorded[1].starts_with("stale "), "{recorded:?}");
@@ -105,8 +121,12 @@ async fn with_the_gate_off_a_stale_cache_does_not_stop_the_sync() {
         features: controller::FeatureGates::parse("StaleControllerConsistencyJob=false").unwrap(),
         ..JobOptions::default()
     };
-    let (c, _, metrics) = controller_with(job(2, Some(2)), options);
+    let (c, cluster, metrics) = controller_with(job(2, Some(2)), options);
     c.sync(&ObjectKey::parse(KEY)).await.expect("first sync");
+    // The cached Job is the one the first sync wrote, whose resourceVersion the server checks on
+    // the status PUT; the informers, never run, have still synced nothing: both caches are older
+    // than the writes, as the gate measures them.
+    put(c.handlers.jobs.store(), stored_job(&cluster));
     c.sync(&ObjectKey::parse(KEY))
         .await
         .expect("second sync, on the same stale caches");
@@ -122,7 +142,7 @@ async fn an_unknown_completion_mode_gets_a_warning_event() {
     let events = c.executor.recorder.recorded();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].reason, EVENT_UNKNOWN_COMPLETION_MODE);
-    assert!(cluster.world().pod_writes.is_empty());
+    assert!(cluster.writes("pods").is_empty());
 }
 
 /// A sync that plans a timed wake-up (here the active deadline) and then fails keeps the wake-up:
@@ -135,7 +155,10 @@ async fn a_failed_sync_keeps_its_timed_wake_up() {
     crate::fixtures::status(&mut j).start_time =
         Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(started));
     let (c, cluster, _) = controller(j);
-    cluster.world().fail_status_puts = true;
+    cluster
+        .on(Verb::Update, "jobs")
+        .subresource("status")
+        .fail(500, "InternalError", "an internal error");
     c.sync(&ObjectKey::parse(KEY)).await.unwrap_err();
     assert_eq!(c.handlers.queue.len(), 0);
     tokio::time::advance(Duration::from_secs(95)).await;
@@ -155,19 +178,15 @@ async fn a_job_written_finished_is_not_synced_on_a_stale_cache() {
     let (c, cluster, _) = controller_with(job(2, Some(2)), options);
     for name in ["a", "b"] {
         let p = crate::fixtures::pod(name).succeeded().build();
-        cluster.world().add_pod((*p).clone());
+        cluster.insert(&*p);
         c.handlers.pods.store().upsert(ObjectKey::of(&*p), p);
     }
     c.sync(&ObjectKey::parse(KEY)).await.expect("finishing sync");
-    let written = cluster.world().status_puts.len();
-    assert!(crate::spec::is_finished(&cluster.world().job(KEY)));
+    let written = status_puts(&cluster);
+    assert!(crate::spec::is_finished(&stored_job(&cluster)));
     c.sync(&ObjectKey::parse(KEY)).await.expect("stale sync");
-    assert_eq!(
-        cluster.world().status_puts.len(),
-        written,
-        "nothing written again"
-    );
-    let finished = cluster.world().job(KEY);
+    assert_eq!(status_puts(&cluster), written, "nothing written again");
+    let finished = stored_job(&cluster);
     put(c.handlers.jobs.store(), finished.clone());
     c.sync(&ObjectKey::parse(KEY)).await.expect("finished Job");
     assert!(

@@ -8,14 +8,12 @@ use k8s_openapi::{
             Job, JobSpec, JobStatus, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
             PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
         },
-        core::v1::{
-            ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodCondition, PodSpec, PodStatus,
-            PodTemplateSpec,
-        },
+        core::v1::{Pod, PodSpec, PodTemplateSpec},
     },
-    apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference, Time},
+    apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta},
     jiff::Timestamp,
 };
+use testing::PodBuilder;
 
 use crate::spec::{COMPLETION_INDEX_ANNOTATION, INDEX_FAILURE_COUNT_ANNOTATION, JOB_TRACKING_FINALIZER};
 
@@ -111,46 +109,28 @@ pub fn policy(rules: Vec<PodFailurePolicyRule>) -> Option<PodFailurePolicy> {
     Some(PodFailurePolicy { rules })
 }
 
-/// A pod of the Job, with the tracking finalizer, Pending.
+/// A pod of the Job, with the tracking finalizer, Pending, created at 1 s.
 pub fn pod(name: &str) -> PodB {
-    PodB(Pod {
-        metadata: ObjectMeta {
-            namespace: Some("ns".into()),
-            name: Some(name.into()),
-            uid: Some(format!("uid-{name}")),
-            resource_version: Some("1".into()),
-            labels: Some(BTreeMap::from([("app".to_owned(), "job".to_owned())])),
-            finalizers: Some(vec![JOB_TRACKING_FINALIZER.into()]),
-            owner_references: Some(vec![OwnerReference {
-                api_version: "batch/v1".into(),
-                kind: "Job".into(),
-                name: "foobar".into(),
-                uid: JOB_UID.into(),
-                controller: Some(true),
-                block_owner_deletion: Some(true),
-            }]),
-            creation_timestamp: Some(Time(ts(1))),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PodSpec::default()),
-        status: Some(PodStatus {
-            phase: Some("Pending".into()),
-            ..PodStatus::default()
-        }),
-    })
+    let b = testing::pod(name)
+        .label("app", "job")
+        .finalizer(JOB_TRACKING_FINALIZER)
+        .controlled_by("batch/v1", "Job", "foobar", JOB_UID)
+        .created_at(ts(1));
+    PodB(b.build_full())
 }
 
+/// The shared [`PodBuilder`] with the Job's vocabulary (times in seconds, index annotations) and a
+/// build into the `Arc` the caches hand out. The pod is open, for what no method sets.
 #[derive(Debug, Clone)]
 pub struct PodB(pub Pod);
 
 impl PodB {
-    fn st(&mut self) -> &mut PodStatus {
-        self.0.status.get_or_insert_with(PodStatus::default)
+    fn with(self, f: impl FnOnce(PodBuilder) -> PodBuilder) -> Self {
+        PodB(f(PodBuilder::from(self.0)).build_full())
     }
     #[must_use]
-    pub fn phase(mut self, p: &str) -> Self {
-        self.st().phase = Some(p.into());
-        self
+    pub fn phase(self, p: &str) -> Self {
+        self.with(|b| b.phase(p))
     }
     #[must_use]
     pub fn running(self) -> Self {
@@ -164,110 +144,33 @@ impl PodB {
     pub fn failed(self) -> Self {
         self.phase("Failed")
     }
+    /// Running, with a `Ready` condition added.
     #[must_use]
-    pub fn ready(mut self) -> Self {
-        self.st().phase = Some("Running".into());
-        self.st()
-            .conditions
-            .get_or_insert_with(Vec::new)
-            .push(PodCondition {
-                type_: "Ready".into(),
-                status: "True".into(),
-                ..PodCondition::default()
-            });
-        self
+    pub fn ready(self) -> Self {
+        self.with(|b| b.phase("Running").condition("Ready", "True"))
     }
     #[must_use]
-    pub fn condition(mut self, type_: &str) -> Self {
-        self.st()
-            .conditions
-            .get_or_insert_with(Vec::new)
-            .push(PodCondition {
-                type_: type_.into(),
-                status: "True".into(),
-                ..PodCondition::default()
-            });
-        self
+    pub fn condition(self, type_: &str) -> Self {
+        self.with(|b| b.condition(type_, "True"))
     }
     /// A terminated container `name` with `code`, finished at `at` seconds.
     #[must_use]
-    pub fn exit(mut self, name: &str, code: i32, at: i64) -> Self {
-        self.st()
-            .container_statuses
-            .get_or_insert_with(Vec::new)
-            .push(ContainerStatus {
-                name: name.into(),
-                state: Some(ContainerState {
-                    terminated: Some(ContainerStateTerminated {
-                        exit_code: code,
-                        finished_at: Some(Time(ts(at))),
-                        ..ContainerStateTerminated::default()
-                    }),
-                    ..ContainerState::default()
-                }),
-                ..ContainerStatus::default()
-            });
-        self
+    pub fn exit(self, name: &str, code: i32, at: i64) -> Self {
+        self.with(|b| b.terminated(name, code, Some(ts(at))))
     }
     #[must_use]
-    pub fn init_exit(mut self, name: &str, code: i32) -> Self {
-        self.st()
-            .init_container_statuses
-            .get_or_insert_with(Vec::new)
-            .push(ContainerStatus {
-                name: name.into(),
-                state: Some(ContainerState {
-                    terminated: Some(ContainerStateTerminated {
-                        exit_code: code,
-                        ..ContainerStateTerminated::default()
-                    }),
-                    ..ContainerState::default()
-                }),
-                ..ContainerStatus::default()
-            });
-        self
+    pub fn init_exit(self, name: &str, code: i32) -> Self {
+        self.with(|b| b.init_terminated(name, code, None))
     }
     /// A sidecar (init container with `restartPolicy: Always`), terminated at `finished` or running.
     #[must_use]
-    pub fn sidecar(mut self, name: &str, finished: Option<i64>) -> Self {
-        self.0
-            .spec
-            .get_or_insert_with(PodSpec::default)
-            .init_containers
-            .get_or_insert_with(Vec::new)
-            .push(k8s_openapi::api::core::v1::Container {
-                name: name.into(),
-                restart_policy: Some("Always".into()),
-                ..Default::default()
-            });
-        let terminated = finished.map(|at| ContainerStateTerminated {
-            finished_at: Some(Time(ts(at))),
-            ..ContainerStateTerminated::default()
-        });
-        self.st()
-            .init_container_statuses
-            .get_or_insert_with(Vec::new)
-            .push(ContainerStatus {
-                name: name.into(),
-                state: Some(ContainerState {
-                    terminated,
-                    ..ContainerState::default()
-                }),
-                ..ContainerStatus::default()
-            });
-        self
+    pub fn sidecar(self, name: &str, finished: Option<i64>) -> Self {
+        self.with(|b| b.sidecar(name, finished.map(ts)))
     }
+    /// The `main` container restarted `n` times.
     #[must_use]
-    pub fn restarts(mut self, n: i32) -> Self {
-        self.st()
-            .container_statuses
-            .get_or_insert_with(Vec::new)
-            .push(ContainerStatus {
-                name: "main".into(),
-                restart_count: n,
-                ..ContainerStatus::default()
-            });
-        self
+    pub fn restarts(self, n: i32) -> Self {
+        self.with(|b| b.container_restarts("main", n))
     }
     #[must_use]
     pub fn index(self, i: i32) -> Self {
@@ -278,38 +181,29 @@ impl PodB {
         self.annotation(INDEX_FAILURE_COUNT_ANNOTATION, &n.to_string())
     }
     #[must_use]
-    pub fn annotation(mut self, k: &str, v: &str) -> Self {
-        self.0
-            .metadata
-            .annotations
-            .get_or_insert_with(BTreeMap::new)
-            .insert(k.into(), v.into());
-        self
+    pub fn annotation(self, k: &str, v: &str) -> Self {
+        self.with(|b| b.annotation(k, v))
     }
     #[must_use]
-    pub fn no_finalizer(mut self) -> Self {
-        self.0.metadata.finalizers = None;
-        self
+    pub fn no_finalizer(self) -> Self {
+        self.with(PodBuilder::no_finalizers)
+    }
+    /// Being deleted since the epoch.
+    #[must_use]
+    pub fn deleting(self) -> Self {
+        self.with(PodBuilder::deleting)
     }
     #[must_use]
-    pub fn deleting(mut self) -> Self {
-        self.0.metadata.deletion_timestamp = Some(Time(ts(0)));
-        self
+    pub fn orphan(self) -> Self {
+        self.with(PodBuilder::no_owner)
     }
     #[must_use]
-    pub fn orphan(mut self) -> Self {
-        self.0.metadata.owner_references = None;
-        self
+    pub fn created(self, at: i64) -> Self {
+        self.with(|b| b.created_at(ts(at)))
     }
     #[must_use]
-    pub fn created(mut self, at: i64) -> Self {
-        self.0.metadata.creation_timestamp = Some(Time(ts(at)));
-        self
-    }
-    #[must_use]
-    pub fn node(mut self, n: &str) -> Self {
-        self.0.spec.get_or_insert_with(PodSpec::default).node_name = Some(n.into());
-        self
+    pub fn node(self, n: &str) -> Self {
+        self.with(|b| b.node(n))
     }
     /// The pod as the informer caches it (the projection of the full pod built here).
     pub fn build(self) -> Arc<controller::CompactPod> {

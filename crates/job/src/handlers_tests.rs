@@ -4,11 +4,9 @@
 use std::collections::BTreeMap;
 
 use informer::{Store, store::namespace_index};
-use k8s_openapi::{
-    apimachinery::pkg::apis::meta::v1::{LabelSelector, Time},
-    jiff::Timestamp,
-};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use parking_lot::Mutex;
+use testing::{FakeClock, drain};
 
 use super::*;
 use crate::{
@@ -18,15 +16,6 @@ use crate::{
 
 const KEY: &str = "ns/foobar";
 const NOW: i64 = 100;
-
-#[derive(Debug)]
-struct FixedClock;
-
-impl Clock for FixedClock {
-    fn now(&self) -> Timestamp {
-        ts(NOW)
-    }
-}
 
 #[derive(Debug, Default)]
 struct Recorded(Mutex<Vec<String>>);
@@ -59,21 +48,11 @@ fn handlers(jobs: Vec<Job>) -> (Handlers, Arc<Recorded>) {
         queue: WorkQueue::new(),
         orphan_queue: WorkQueue::new(),
         metrics: metrics.clone(),
-        clock: Arc::new(FixedClock),
+        clock: Arc::new(FakeClock::at(ts(NOW))),
         backoff: Arc::default(),
         finished: Arc::default(),
     };
     (h, metrics)
-}
-
-fn drain<T: informer::workqueue::QueueItem + Ord + std::fmt::Display>(q: &WorkQueue<T>) -> Vec<String> {
-    let mut out = Vec::new();
-    while let Some(k) = q.try_get() {
-        out.push(k.to_string());
-        q.done(&k);
-    }
-    out.sort();
-    out
 }
 
 /// Past the 1 s batching period.

@@ -42,8 +42,6 @@ mod spec;
 mod success_policy;
 
 #[cfg(test)]
-mod fake_cluster;
-#[cfg(test)]
 mod fixtures;
 
 pub use backoff::BackoffRecord;

@@ -5,15 +5,16 @@
 use controller::compact_pod::Pod;
 use std::sync::Arc;
 
-use controller::testing;
+use controller::{EventRecorder, KubePodControl};
 use informer::{Lister, Store, store::namespace_index};
 use k8s_openapi::api::batch::v1::Job;
+use testing::{ApiServer, Verb};
 
 use super::*;
 use crate::{
     conditions::{COMPLETE, new_condition},
-    fake_cluster::FakeCluster,
     fixtures::{job, pod, ts},
+    spec::has_tracking_finalizer,
 };
 
 fn lister<K: kube::Resource<DynamicType = ()> + Clone>(objs: Vec<K>) -> Lister<K> {
@@ -46,36 +47,48 @@ fn owned_by_other(name: &str) -> Pod {
     p
 }
 
+/// The server holds the pods (the orphan worker writes only pods); the caches hold the Jobs too.
 struct World {
-    cluster: FakeCluster,
+    server: ApiServer,
+    control: KubePodControl,
     pods: Lister<Pod>,
     jobs: Lister<Job>,
 }
 
 impl World {
     fn new(jobs: Vec<Job>, pods: Vec<Pod>) -> Self {
-        let cluster = FakeCluster::default();
+        let server = ApiServer::new();
         for p in &pods {
-            cluster.world().add_pod(p.clone());
+            server.insert(p);
         }
         World {
-            cluster,
+            control: KubePodControl::new(server.client(), EventRecorder::in_memory()),
+            server,
             pods: lister(pods),
             jobs: lister(jobs),
         }
     }
 
-    fn cleaner(&self) -> OrphanCleaner<'_, FakeCluster> {
+    fn cleaner(&self) -> OrphanCleaner<'_, KubePodControl> {
         OrphanCleaner {
             pods: &self.pods,
             jobs: &self.jobs,
-            control: &self.cluster,
+            control: &self.control,
             read_only: false,
         }
     }
 
+    /// Every pod write, as `<verb> <name>`.
     fn patched(&self) -> Vec<String> {
-        self.cluster.world().pod_writes.clone()
+        self.server.writes("pods")
+    }
+
+    /// Pods still carrying the tracking finalizer.
+    fn with_finalizer(&self) -> Vec<String> {
+        let pods = self.server.list::<Pod>().into_iter();
+        pods.filter(|p| has_tracking_finalizer(&p.metadata))
+            .filter_map(|p| p.metadata.name)
+            .collect()
     }
 }
 
@@ -88,7 +101,7 @@ async fn pods_of_a_job_deleted_in_the_background_lose_the_finalizer() {
     let w = World::new(vec![], vec![(*pod("p").node("n").running().build()).clone()]);
     w.cleaner().sync(&key("p")).await.unwrap();
     assert_eq!(w.patched(), ["patch p"]);
-    assert!(w.cluster.world().with_finalizer().is_empty());
+    assert!(w.with_finalizer().is_empty());
 }
 
 #[tokio::test]
@@ -157,7 +170,7 @@ async fn a_selector_sweep_cleans_a_finished_jobs_pods_and_spares_a_live_jobs() {
     let mut patched = w.patched();
     patched.sort();
     assert_eq!(patched, ["patch mine-1", "patch mine-2", "patch stray"]);
-    assert_eq!(w.cluster.world().with_finalizer(), ["theirs"]);
+    assert_eq!(w.with_finalizer(), ["theirs"]);
 }
 
 #[tokio::test]
@@ -166,12 +179,15 @@ async fn a_failed_patch_retries_a_pod_key_but_not_a_sweep() {
         vec![],
         vec![(*pod("p").build()).clone(), (*pod("q").build()).clone()],
     );
-    w.cluster.world().fail_patch.insert("p".into());
+    w.server
+        .on(Verb::Patch, "pods")
+        .named("p")
+        .fail(500, "InternalError", "an internal error");
     let err = w.cleaner().sync(&key("p")).await.unwrap_err();
     assert!(err.to_string().contains("ns/p"), "{err}");
     let sweep = OrphanKey::selector_of(&job(1, Some(1))).unwrap();
     w.cleaner().sync(&sweep).await.expect("logged, not retried");
-    assert_eq!(w.cluster.world().with_finalizer(), ["p"]);
+    assert_eq!(w.with_finalizer(), ["p"]);
 }
 
 #[tokio::test]

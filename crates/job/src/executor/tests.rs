@@ -1,20 +1,21 @@
-//! The executor against the fake API server: partial failures of finalizer removal written back,
-//! the controller killed between its writes (a fresh controller converges: no pod keeps the
-//! finalizer, nothing is counted twice), and a Job deleted in the foreground mid-run.
+//! The executor against an in-memory API server ([`testing::ApiServer`]): partial failures of
+//! finalizer removal written back, the controller killed between its writes (a fresh controller
+//! converges: no pod keeps the finalizer, nothing is counted twice), and a Job deleted in the
+//! foreground mid-run.
 
 use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
-use controller::Clock;
 use controller::ConsistencyStore;
 use controller::EventRecorder;
 use controller::Expectations;
-use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
+use controller::KubePodControl;
+use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::Time};
+use testing::{ApiServer, FakeClock, Verb};
 
 use super::*;
 use crate::{
     backoff::BackoffStore,
-    fake_cluster::FakeCluster,
     fixtures::{JOB_UID, job, pod, ts},
     metrics::{JobMetrics, NoJobMetrics},
     plan::{Decision, SyncInput, plan_pods},
@@ -24,52 +25,44 @@ use crate::{
 const KEY: &str = "ns/foobar";
 const NOW: i64 = 100;
 
-#[derive(Debug)]
-struct FixedClock;
-
-impl Clock for FixedClock {
-    fn now(&self) -> Timestamp {
-        ts(NOW)
-    }
-}
-
 /// One controller process: its in-memory state (expectations, backoff, versions written) is lost
 /// when it is dropped, as when kcm-rs restarts.
 struct Process {
-    cluster: FakeCluster,
-    executor: Executor<FakeCluster>,
+    server: ApiServer,
+    executor: Executor<KubePodControl>,
 }
 
 impl Process {
-    fn start(cluster: &FakeCluster) -> Self {
-        Self::start_with(cluster, Arc::new(NoJobMetrics))
+    fn start(server: &ApiServer) -> Self {
+        Self::start_with(server, Arc::new(NoJobMetrics))
     }
 
-    fn start_with(cluster: &FakeCluster, metrics: Arc<dyn JobMetrics>) -> Self {
+    fn start_with(server: &ApiServer, metrics: Arc<dyn JobMetrics>) -> Self {
+        let recorder = EventRecorder::in_memory();
         let executor = Executor {
-            control: cluster.clone(),
-            client: cluster.client(),
-            recorder: EventRecorder::in_memory(),
+            control: KubePodControl::new(server.client(), recorder.clone()),
+            client: server.client(),
+            recorder,
             expectations: Arc::new(Expectations::new()),
             finalizers: Arc::new(FinalizerExpectations::default()),
             backoff: Arc::new(BackoffStore::default()),
             finished: Arc::default(),
-            clock: Arc::new(FixedClock),
+            clock: Arc::new(FakeClock::at(ts(NOW))),
             metrics,
             consistency: Arc::new(ConsistencyStore::new()),
         };
         Process {
-            cluster: cluster.clone(),
+            server: server.clone(),
             executor,
         }
     }
 
     /// What the informers would have delivered by now: every pod write observed.
     fn observe(&self) {
-        let w = self.cluster.world();
+        let pods = self.server.list::<Pod>();
         self.executor.expectations.delete(KEY);
         for uid in self.executor.finalizers.expected(KEY) {
-            let still = w.pods.values().any(|p| {
+            let still = pods.iter().any(|p| {
                 p.metadata.uid.as_deref() == Some(uid.as_str()) && has_tracking_finalizer(&p.metadata)
             });
             if !still {
@@ -78,16 +71,13 @@ impl Process {
         }
     }
 
-    /// One sync over caches showing the fake server's current state.
+    /// One sync over caches showing the server's current state.
     async fn sync(&self) -> Result<Option<Duration>, SyncError> {
         self.observe();
-        let (job, pods): (Job, Vec<Arc<Pod>>) = {
-            let w = self.cluster.world();
-            let Some(job) = w.jobs.get(KEY).cloned() else {
-                return Ok(None);
-            };
-            (job, w.pods.values().cloned().map(Arc::new).collect())
+        let Some(job) = self.server.get::<Job>("ns", "foobar") else {
+            return Ok(None);
         };
+        let pods: Vec<Arc<Pod>> = self.server.list::<Pod>().into_iter().map(Arc::new).collect();
         let expected = self.executor.finalizers.expected(KEY);
         let input = SyncInput {
             job: &job,
@@ -107,7 +97,7 @@ impl Process {
     /// Syncs until the Job is finished (at most `n` syncs).
     async fn converge(&self, n: usize) {
         for _ in 0..n {
-            if is_finished(&self.cluster.world().job(KEY)) {
+            if is_finished(&stored_job(&self.server)) {
                 return;
             }
             self.sync().await.expect("sync");
@@ -124,16 +114,60 @@ impl Process {
     }
 }
 
-fn cluster(j: Job, pods: Vec<Arc<Pod>>) -> FakeCluster {
-    let c = FakeCluster::default();
-    {
-        let mut w = c.world();
-        w.jobs.insert(KEY.into(), j);
-        for p in pods {
-            w.add_pod((*p).clone());
-        }
+/// A server holding `j` and `pods`; the pods it creates are created at 1 s.
+fn server(j: Job, pods: Vec<Arc<Pod>>) -> ApiServer {
+    let server = ApiServer::with_clock(Arc::new(FakeClock::at(ts(1))));
+    server.insert(&j);
+    for p in pods {
+        server.insert(&*p);
     }
-    c
+    server
+}
+
+fn stored_job(server: &ApiServer) -> Job {
+    server.get("ns", "foobar").expect("the Job is stored")
+}
+
+/// Pods still carrying the tracking finalizer.
+fn with_finalizer(server: &ApiServer) -> Vec<String> {
+    server
+        .list::<Pod>()
+        .into_iter()
+        .filter(|p| has_tracking_finalizer(&p.metadata))
+        .map(|p| p.metadata.name.unwrap_or_default())
+        .collect()
+}
+
+/// The status PUTs the server answered, in order: what each sent, the resourceVersion it was sent
+/// with, and the one it answered (none for a refused one).
+fn status_writes(server: &ApiServer) -> Vec<(JobStatus, Option<String>, Option<String>)> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.verb == Some(Verb::Update)
+                && r.resource == "jobs"
+                && r.subresource.as_deref() == Some("status")
+                && r.code.is_some()
+        })
+        .map(|r| {
+            let sent = r.body_as::<Job>();
+            let status = sent.status.unwrap_or_default();
+            (status, sent.metadata.resource_version, r.answered_version)
+        })
+        .collect()
+}
+
+/// Every status sent and answered, in order.
+fn status_puts(server: &ApiServer) -> Vec<JobStatus> {
+    status_writes(server).into_iter().map(|(s, _, _)| s).collect()
+}
+
+fn fail(server: &ApiServer, verb: Verb, pod: &str) {
+    server
+        .on(verb, "pods")
+        .named(pod)
+        .fail(500, "InternalError", "an internal error");
 }
 
 fn uncounted(s: &JobStatus) -> (Vec<String>, Vec<String>) {
@@ -152,46 +186,45 @@ fn has(s: &JobStatus, type_: &str) -> bool {
 async fn failed_finalizer_removals_are_written_back_and_stay_uncounted() {
     let pods = ["a", "b", "c"].map(|n| pod(n).succeeded().build()).to_vec();
     let mut j = job(3, Some(3));
-    // Not a version the fake server will answer, so that a second write sent with it shows.
+    // Not a version the server will answer, so that a second write sent with it shows.
     j.metadata.resource_version = Some("100".into());
-    let c = cluster(j, pods);
-    c.world().fail_patch.insert("b".into());
+    let c = server(j, pods);
+    fail(&c, Verb::Patch, "b");
     let p = Process::start(&c);
     let err = p.sync().await.unwrap_err();
     assert!(matches!(err, SyncError::Finalizers { .. }), "{err}");
     assert!(err.to_string().contains(KEY), "typed error names the Job: {err}");
-    {
-        let w = c.world();
-        assert_eq!(w.status_puts.len(), 2, "the flush, then the partial progress");
-        let first = &w.status_puts[0];
-        let mut listed = uncounted(first).0;
-        listed.sort();
-        assert_eq!(listed, ["uid-a", "uid-b", "uid-c"], "recorded before any removal");
-        assert!(has(first, "SuccessCriteriaMet"));
-        let second = &w.status_puts[1];
-        assert_eq!(second.succeeded, Some(2));
-        assert_eq!(uncounted(second).0, ["uid-b"], "the failed removal keeps its UID");
-        let (_, first_answer) = &w.status_put_versions[0];
-        assert_eq!(
-            w.status_put_versions[1].0.as_ref(),
-            Some(first_answer),
-            "the second write carries the resourceVersion the first one answered"
-        );
-        assert_eq!(w.with_finalizer(), ["b"]);
-        assert!(
-            !is_finished(&w.job(KEY)),
-            "nothing may finish with a UID uncounted"
-        );
-    }
-    c.world().fail_patch.clear();
+    let writes = status_writes(&c);
+    assert_eq!(writes.len(), 2, "the flush, then the partial progress");
+    let first = &writes[0].0;
+    let mut listed = uncounted(first).0;
+    listed.sort();
+    assert_eq!(listed, ["uid-a", "uid-b", "uid-c"], "recorded before any removal");
+    assert!(has(first, "SuccessCriteriaMet"));
+    let second = &writes[1].0;
+    assert_eq!(second.succeeded, Some(2));
+    assert_eq!(uncounted(second).0, ["uid-b"], "the failed removal keeps its UID");
+    let first_answer = writes[0]
+        .2
+        .as_deref()
+        .expect("the first write answered a version");
+    assert_eq!(
+        writes[1].1.as_deref(),
+        Some(first_answer),
+        "the second write carries the resourceVersion the first one answered"
+    );
+    assert_eq!(with_finalizer(&c), ["b"]);
+    assert!(
+        !is_finished(&stored_job(&c)),
+        "nothing may finish with a UID uncounted"
+    );
+    c.clear_rules();
     p.sync().await.expect("retry");
-    let w = c.world();
-    let status = w.job(KEY).status.unwrap();
+    let status = stored_job(&c).status.unwrap();
     assert_eq!(status.succeeded, Some(3), "b counted once");
     assert_eq!(uncounted(&status), (vec![], vec![]));
     assert!(has(&status, "Complete"));
-    assert!(w.with_finalizer().is_empty());
-    drop(w);
+    assert!(with_finalizer(&c).is_empty());
     assert_eq!(p.events(), ["Completed"]);
 }
 
@@ -202,28 +235,25 @@ async fn killed_between_the_status_write_and_the_finalizer_removal_a_new_process
         pod("b").succeeded().build(),
         pod("c").failed().exit("main", 1, 10).build(),
     ];
-    let c = cluster(job(2, Some(2)), pods);
-    c.world().hang_patches = true;
+    let c = server(job(2, Some(2)), pods);
+    c.on(Verb::Patch, "pods").hang();
     let first = Process::start(&c);
     let killed = tokio::time::timeout(Duration::from_secs(5), first.sync()).await;
     assert!(killed.is_err(), "the process died inside its finalizer removals");
     drop(first);
-    {
-        let w = c.world();
-        assert_eq!(w.status_puts.len(), 1);
-        let (mut s, f) = uncounted(&w.status_puts[0]);
-        s.sort();
-        assert_eq!(
-            (s, f),
-            (vec!["uid-a".into(), "uid-b".into()], vec!["uid-c".into()])
-        );
-        assert_eq!(w.with_finalizer().len(), 3, "no removal happened");
-    }
-    c.world().hang_patches = false;
+    let puts = status_puts(&c);
+    assert_eq!(puts.len(), 1);
+    let (mut s, f) = uncounted(&puts[0]);
+    s.sort();
+    assert_eq!(
+        (s, f),
+        (vec!["uid-a".into(), "uid-b".into()], vec!["uid-c".into()])
+    );
+    assert_eq!(with_finalizer(&c).len(), 3, "no removal happened");
+    c.clear_rules();
     let second = Process::start(&c);
     second.converge(5).await;
-    let w = c.world();
-    let status = w.job(KEY).status.unwrap();
+    let status = stored_job(&c).status.unwrap();
     assert_eq!(
         (status.succeeded, status.failed),
         (Some(2), Some(1)),
@@ -231,14 +261,14 @@ async fn killed_between_the_status_write_and_the_finalizer_removal_a_new_process
     );
     assert_eq!(uncounted(&status), (vec![], vec![]));
     assert!(has(&status, "Complete"));
-    assert!(w.with_finalizer().is_empty(), "no pod keeps the finalizer");
+    assert!(with_finalizer(&c).is_empty(), "no pod keeps the finalizer");
 }
 
 #[tokio::test(start_paused = true)]
 async fn killed_after_the_finalizer_removal_before_counting_a_new_process_converges() {
     let pods = vec![pod("a").succeeded().build(), pod("b").succeeded().build()];
-    let c = cluster(job(2, Some(2)), pods);
-    c.world().hang_status_puts_after = Some(1);
+    let c = server(job(2, Some(2)), pods);
+    c.on(Verb::Update, "jobs").subresource("status").after(1).hang();
     let first = Process::start(&c);
     assert!(
         tokio::time::timeout(Duration::from_secs(5), first.sync())
@@ -246,20 +276,17 @@ async fn killed_after_the_finalizer_removal_before_counting_a_new_process_conver
             .is_err()
     );
     drop(first);
-    {
-        let w = c.world();
-        assert!(w.with_finalizer().is_empty(), "the finalizers went");
-        let status = w.job(KEY).status.unwrap();
-        assert_eq!(
-            status.succeeded.unwrap_or(0),
-            0,
-            "but the counters were never written"
-        );
-        assert_eq!(uncounted(&status).0.len(), 2);
-    }
-    c.world().hang_status_puts_after = None;
+    assert!(with_finalizer(&c).is_empty(), "the finalizers went");
+    let status = stored_job(&c).status.unwrap();
+    assert_eq!(
+        status.succeeded.unwrap_or(0),
+        0,
+        "but the counters were never written"
+    );
+    assert_eq!(uncounted(&status).0.len(), 2);
+    c.clear_rules();
     Process::start(&c).converge(5).await;
-    let status = c.world().job(KEY).status.unwrap();
+    let status = stored_job(&c).status.unwrap();
     assert_eq!(
         status.succeeded,
         Some(2),
@@ -273,66 +300,65 @@ async fn killed_after_the_finalizer_removal_before_counting_a_new_process_conver
 async fn a_job_deleted_in_the_foreground_mid_run_leaves_no_finalizer() {
     let mut j = job(3, Some(6));
     j.metadata.deletion_timestamp = Some(Time(ts(90)));
+    // What holds a Job deleted in the foreground on the server until its dependents are gone.
+    j.metadata.finalizers = Some(vec!["foregroundDeletion".into()]);
     let pods = vec![
         pod("done").succeeded().build(),
         // The garbage collector deletes the dependents first: they are terminating.
         pod("r1").node("n").running().deleting().build(),
         pod("r2").node("n").running().deleting().build(),
     ];
-    let c = cluster(j, pods);
+    let c = server(j, pods);
     let p = Process::start(&c);
     p.sync().await.expect("sync");
-    let w = c.world();
-    assert!(w.with_finalizer().is_empty(), "{:?}", w.with_finalizer());
+    assert!(with_finalizer(&c).is_empty(), "{:?}", with_finalizer(&c));
     assert!(
-        !w.pod_writes.iter().any(|wr| wr.starts_with("create")),
+        !c.writes("pods").iter().any(|wr| wr.starts_with("create")),
         "no pods for a Job being deleted"
     );
-    let status = w.job(KEY).status.unwrap();
+    let status = stored_job(&c).status.unwrap();
     assert_eq!((status.succeeded, status.failed), (Some(1), Some(2)));
 }
 
 #[tokio::test]
 async fn pod_writes_follow_the_plan_and_record_consistency_versions() {
-    let c = cluster(job(2, Some(4)), vec![]);
+    let c = server(job(2, Some(4)), vec![]);
     let p = Process::start(&c);
     p.sync().await.expect("sync");
-    let w = c.world();
-    assert_eq!(w.pods.len(), 2);
-    assert!(w.pods.values().all(|p| has_tracking_finalizer(&p.metadata)));
-    assert_eq!(w.job(KEY).status.unwrap().active, Some(2));
+    let pods = c.list::<Pod>();
+    assert_eq!(pods.len(), 2);
+    assert!(pods.iter().all(|p| has_tracking_finalizer(&p.metadata)));
+    assert_eq!(stored_job(&c).status.unwrap().active, Some(2));
     let stale = p.executor.consistency.ensure_ready(KEY, |_| 0).unwrap_err();
     assert!(
         [GR_PODS, GR_JOBS].contains(&stale.group_resource),
         "creates and status writes are remembered"
     );
     assert_eq!(p.executor.consistency.ensure_ready(KEY, |_| u64::MAX), Ok(()));
-    drop(w);
-    assert!(conditions(&c.world().job(KEY)).is_empty());
+    assert!(conditions(&stored_job(&c)).is_empty());
 }
 
 #[tokio::test]
 async fn a_run_from_creation_to_complete_counts_each_pod_once() {
-    let c = cluster(job(2, Some(4)), vec![]);
+    let c = server(job(2, Some(4)), vec![]);
     let p = Process::start(&c);
     for _ in 0..8 {
-        if is_finished(&c.world().job(KEY)) {
+        if is_finished(&stored_job(&c)) {
             break;
         }
         p.sync().await.expect("sync");
         // The kubelet's part: every pod runs to success.
-        let mut w = c.world();
-        let names: Vec<String> = w.pods.values().filter_map(|p| p.metadata.name.clone()).collect();
-        for n in names {
-            w.set_phase(&n, "Succeeded");
+        for n in c.list::<Pod>().into_iter().filter_map(|p| p.metadata.name) {
+            c.modify::<k8s_openapi::api::core::v1::Pod>("ns", &n, |p| {
+                p.status.get_or_insert_default().phase = Some("Succeeded".into());
+            });
         }
     }
-    let w = c.world();
-    let status = w.job(KEY).status.unwrap();
+    let status = stored_job(&c).status.unwrap();
     assert_eq!(status.succeeded, Some(4));
     assert!(has(&status, "Complete") && status.completion_time.is_some());
-    assert_eq!(w.pods.len(), 4, "exactly completions pods were created");
-    assert!(w.with_finalizer().is_empty());
+    assert_eq!(c.list::<Pod>().len(), 4, "exactly completions pods were created");
+    assert!(with_finalizer(&c).is_empty());
 }
 
 #[derive(Debug, Default)]
@@ -351,7 +377,7 @@ impl JobMetrics for Finished {
 #[tokio::test]
 async fn the_finished_metric_names_the_completion_reason() {
     let pods = ["a", "b"].map(|n| pod(n).succeeded().build()).to_vec();
-    let c = cluster(job(2, Some(2)), pods);
+    let c = server(job(2, Some(2)), pods);
     let metrics = Arc::new(Finished::default());
     let p = Process::start_with(&c, metrics.clone());
     p.converge(5).await;
@@ -367,14 +393,14 @@ async fn a_refused_adoption_does_not_hold_back_the_others() {
         pod("a").node("n").running().orphan().build(),
         pod("b").node("n").running().orphan().build(),
     ];
-    let c = cluster(job(2, Some(2)), pods);
-    c.world().fail_patch.insert("a".into());
+    let c = server(job(2, Some(2)), pods);
+    fail(&c, Verb::Patch, "a");
     let p = Process::start(&c);
     let err = p.sync().await.unwrap_err();
     assert!(matches!(err, SyncError::Claim { .. }), "{err}");
-    let w = c.world();
-    assert!(w.pod_writes.contains(&"patch b".to_owned()), "{:?}", w.pod_writes);
-    let b = &w.pods["ns/b"];
+    let writes = c.writes("pods");
+    assert!(writes.contains(&"patch b".to_owned()), "{writes:?}");
+    let b: Pod = c.get("ns", "b").expect("b is stored");
     assert!(
         b.metadata
             .owner_references
@@ -382,7 +408,6 @@ async fn a_refused_adoption_does_not_hold_back_the_others() {
             .flatten()
             .any(|r| r.uid == JOB_UID)
     );
-    drop(w);
     let pods_cache_behind = p
         .executor
         .consistency
@@ -404,12 +429,14 @@ async fn a_failed_delete_of_a_ready_pod_still_leaves_the_ready_count() {
     ];
     let mut j = job(2, Some(4));
     j.spec.as_mut().unwrap().backoff_limit = Some(0);
-    let c = cluster(j, pods);
-    c.world().fail_delete.insert("r2".into());
+    let c = server(j, pods);
+    // The pods deleted now get their deletionTimestamp at 50 s.
+    c.clock().set(ts(50));
+    fail(&c, Verb::Delete, "r2");
     let p = Process::start(&c);
     p.sync().await.unwrap_err();
-    let w = c.world();
-    let last = w.status_puts.last().expect("a status write");
+    let puts = status_puts(&c);
+    let last = puts.last().expect("a status write");
     assert_eq!(last.ready, Some(0));
     assert!(!has(last, "Failed"), "not finished while a pod may remain");
 }
@@ -419,8 +446,10 @@ async fn a_failed_delete_of_a_ready_pod_still_leaves_the_ready_count() {
 /// second's second call refused).
 #[tokio::test]
 async fn pod_creation_metrics_count_attempts_as_upstream() {
-    let c = cluster(job(4, Some(4)), vec![]);
-    c.world().pod_quota = Some(2);
+    let c = server(job(4, Some(4)), vec![]);
+    c.on(Verb::Create, "pods")
+        .after(2)
+        .fail(403, "Forbidden", "exceeded quota: compute");
     let metrics = Arc::new(Finished::default());
     let p = Process::start_with(&c, metrics.clone());
     p.sync().await.unwrap_err();
