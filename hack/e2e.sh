@@ -151,22 +151,25 @@ cluster_start() {
   cluster_up=true
 }
 
-# Waits, at most $settle_timeout seconds, until no namespace of the lane's control plane is being
-# deleted. Suites delete their namespaces in the background as they end; one that leaves a thousand
-# pods behind (leader_election_load) keeps upstream's controllers and the API server busy well into
-# the next suite, whose upstream half then lags behind what its differential expects.
+# Waits, at most $settle_timeout seconds, while the previous suite's pods are still going away.
+# Suites delete their namespaces in the background as they end; one that leaves a thousand pods behind
+# (leader_election_load) keeps upstream's controllers and the API server busy well into the next
+# suite, whose upstream half then lags behind what its differential expects. The wait ends once the
+# cluster's pod count stops falling: a namespace that never finishes deleting (a failed pod kept by
+# its finalizer under both controllers) holds a few pods that do not change.
 settle_timeout=${KCM_RS_E2E_SETTLE_SECONDS:-180}
 settle() {
   $cluster_up || return 0
-  local t0=$SECONDS kubectl terminating
+  local t0=$SECONDS kubectl count previous=-1
   kubectl=$(source "$KCM_RS_RUN_DIR/cluster.env" && echo "$KCM_RS_KUBE_BIN/kubectl")
   while ((SECONDS - t0 < settle_timeout)); do
-    terminating=$("$kubectl" --kubeconfig "$KCM_RS_RUN_DIR/kubeconfig" get namespaces --no-headers 2>/dev/null |
-      awk '$2 == "Terminating"' | wc -l) || terminating=0
-    ((terminating == 0)) && break
-    sleep 2
+    count=$("$kubectl" --kubeconfig "$KCM_RS_RUN_DIR/kubeconfig" get pods --all-namespaces --no-headers \
+      2>/dev/null | wc -l) || count=0
+    ((count == 0 || count == previous)) && break
+    previous=$count
+    sleep 3
   done
-  ((SECONDS - t0 < 2)) || say "waited $((SECONDS - t0))s for the previous suite's namespaces to go"
+  ((SECONDS - t0 < 4)) || say "waited $((SECONDS - t0))s for the previous suite's pods to go"
 }
 
 cluster_stop() {

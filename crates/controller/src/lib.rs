@@ -1,11 +1,20 @@
-//! Machinery shared by the workload controllers, after upstream's `pkg/controller` helpers: the pod as
-//! the controllers cache it (`compact_pod`: a typed projection decoded from the watch's JSON or
-//! protobuf, tested in `compact_pod::tests` and `compact_pod::protobuf_tests`), expectations, pod
-//! control with events, controller-reference claims, the scale-down ranking, slow start, pod
-//! predicates, and the worker loop every controller runs (`worker`: panic isolation and a bounded
-//! shutdown). Decisions here are pure functions; the few functions that
-//! write (`pod_control`, `claim`, `events`, and `writes`, which decodes only the name and resourceVersion
-//! of a write's answer) are the executors' building blocks.
+//! What the workload controllers share, after upstream's `pkg/controller` helpers and
+//! controller-runtime's one `Controller` for every reconciler.
+//!
+//! Start here: [`Controller`] and [`run`] (`skeleton.rs`) are how every controller runs: wait for the
+//! handlers' initial lists, run the workers ([`run_workers`]: panic isolation, a bounded drain). A
+//! controller crate supplies its informers and handlers (in a [`Wiring`]) and a sync, which plans
+//! with what this crate decides and executes with what it writes:
+//! - deciding, pure: claims over candidates ([`plan_claims`], [`decide`]), the scale-down ranking
+//!   ([`pods_to_delete`]), slow start, pod predicates (`pod_util`), expectations, feature gates;
+//! - finding: the owner index and candidates (`owners.rs`);
+//! - writing: [`execute_claims`] with [`recheck_owner`], pod control with events ([`KubePodControl`],
+//!   `events`: client-go's recorder and correlator), API writes that decode only the name and
+//!   resourceVersion of the answer (`writes`), reading one's own writes ([`ConsistencyStore`]);
+//! - comparing, for shadow mode: `shadow` (what upstream did against what kcm-rs planned).
+//!
+//! The pod as the controllers cache it is `compact_pod`: a typed projection decoded from the watch's
+//! JSON or protobuf.
 #![forbid(unsafe_code)]
 
 mod claim;

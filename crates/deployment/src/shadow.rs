@@ -98,14 +98,5 @@ fn status_differences(old: &DeploymentStatus, new: &DeploymentStatus, out: &mut 
         &old.observed_generation,
         &new.observed_generation,
     );
-    out.conditions(
-        old.conditions
-            .iter()
-            .flatten()
-            .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_deref())),
-        new.conditions
-            .iter()
-            .flatten()
-            .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_deref())),
-    );
+    out.conditions(&old.conditions, &new.conditions);
 }

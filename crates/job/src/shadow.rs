@@ -80,16 +80,7 @@ fn status_differences(old: &JobStatus, new: &JobStatus, out: &mut Differences) {
         new.completed_indexes.clone().unwrap_or_default(),
     );
     out.exact("failedIndexes", &old.failed_indexes, &new.failed_indexes);
-    out.conditions(
-        old.conditions
-            .iter()
-            .flatten()
-            .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_deref())),
-        new.conditions
-            .iter()
-            .flatten()
-            .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_deref())),
-    );
+    out.conditions(&old.conditions, &new.conditions);
 }
 
 #[cfg(test)]

@@ -39,16 +39,7 @@ pub fn differences(rs: &ReplicaSet, plan: &SyncPlan) -> Vec<String> {
         &old.terminating_replicas,
         &new.terminating_replicas,
     );
-    d.conditions(
-        old.conditions
-            .iter()
-            .flatten()
-            .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_deref())),
-        new.conditions
-            .iter()
-            .flatten()
-            .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_deref())),
-    );
+    d.conditions(&old.conditions, &new.conditions);
     if rs.metadata.generation != old.observed_generation {
         d.push(format!(
             "status.observedGeneration: upstream {:?}, generation {:?}",

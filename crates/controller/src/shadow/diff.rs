@@ -51,12 +51,9 @@ impl Differences {
     /// The conditions as `type=status (reason)`, sorted by type: a status's conditions are looked
     /// up by type, so an order two controllers happen to append in is no disagreement. Times and
     /// messages are left out: no two controllers share them.
-    pub fn conditions<'a>(
-        &mut self,
-        upstream: impl IntoIterator<Item = Condition<'a>>,
-        ours: impl IntoIterator<Item = Condition<'a>>,
-    ) {
-        self.field("conditions", condition_line(upstream), condition_line(ours));
+    pub fn conditions<C: StatusCondition>(&mut self, upstream: &Option<Vec<C>>, ours: &Option<Vec<C>>) {
+        let line = |cs: &Option<Vec<C>>| condition_line(cs.iter().flatten().map(StatusCondition::summary));
+        self.field("conditions", line(upstream), line(ours));
     }
 
     pub fn into_lines(self) -> Vec<String> {
@@ -66,6 +63,27 @@ impl Differences {
 
 /// A condition's type, status and reason, as [`Differences::conditions`] compares them.
 pub type Condition<'a> = (&'a str, &'a str, Option<&'a str>);
+
+/// The status conditions of the workload kinds, which share these fields but no type.
+pub trait StatusCondition {
+    fn summary(&self) -> Condition<'_>;
+}
+
+macro_rules! status_condition {
+    ($($t:ty),*) => {$(
+        impl StatusCondition for $t {
+            fn summary(&self) -> Condition<'_> {
+                (self.type_.as_str(), self.status.as_str(), self.reason.as_deref())
+            }
+        }
+    )*};
+}
+
+status_condition!(
+    k8s_openapi::api::apps::v1::ReplicaSetCondition,
+    k8s_openapi::api::apps::v1::DeploymentCondition,
+    k8s_openapi::api::batch::v1::JobCondition
+);
 
 fn condition_line<'a>(cs: impl IntoIterator<Item = Condition<'a>>) -> String {
     let mut cs: Vec<String> = cs
@@ -100,6 +118,8 @@ pub fn fingerprint<O: Resource, K: Resource>(owner: &O, candidates: &[Arc<K>]) -
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::api::batch::v1::JobCondition;
+
     use super::*;
 
     #[test]
@@ -121,12 +141,20 @@ mod tests {
     #[test]
     fn conditions_are_compared_by_type_whatever_their_order() {
         let mut d = Differences::new();
-        let a = ("Complete", "True", None);
-        let b = ("SuccessCriteriaMet", "True", Some("x"));
-        d.conditions([a, b], [b, a]);
+        let c = |type_: &str, status: &str, reason: Option<&str>| JobCondition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.map(Into::into),
+            ..JobCondition::default()
+        };
+        let (a, b) = (
+            c("Complete", "True", None),
+            c("SuccessCriteriaMet", "True", Some("x")),
+        );
+        d.conditions(&Some(vec![a.clone(), b.clone()]), &Some(vec![b, a.clone()]));
         assert!(d.into_lines().is_empty());
         let mut d = Differences::new();
-        d.conditions([a], [("Complete", "False", None)]);
+        d.conditions(&Some(vec![a]), &Some(vec![c("Complete", "False", None)]));
         assert_eq!(
             d.into_lines(),
             ["status.conditions: upstream Complete=True (), kcm-rs Complete=False ()"]

@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::time::Instant;
 
-pub use diff::{Condition, Differences, fingerprint, names};
+pub use diff::{Condition, Differences, StatusCondition, fingerprint, names};
 
 /// A reported disagreement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
