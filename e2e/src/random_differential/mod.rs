@@ -3,9 +3,12 @@
 //! Job ([`program`], [`generate`]), each program runs under upstream's controllers (reference mode)
 //! and then under kcm-rs's (replace mode), and the two runs are compared step by step on a
 //! projection taken once each step has settled ([`projection`], [`settle`]). Throughout, invariants
-//! that must hold at every instant under either controller are checked on each watch event
-//! ([`invariants`]), and the API server's count of refused writes is read around each step
-//! ([`metrics`]).
+//! are checked on each watch event under both controllers ([`invariants`]), and the API server's
+//! count of refused writes is read around each step ([`metrics`]). An invariant broken under kcm-rs
+//! fails the run; one broken under upstream is printed and does not: upstream is the reference, and
+//! it can break the pod-count bound for a moment on a loaded machine (maxSurge bounds the
+//! ReplicaSets' specs, while a scaled-down ReplicaSet's pods are still being deleted), which is
+//! upstream's behaviour, not a difference.
 //!
 //! Knobs: `KCM_RS_RANDOM_SEED` (the first program's seed; program `i` of a round uses seed + i, so
 //! one program's seed with `KCM_RS_RANDOM_PROGRAMS=1` replays it alone), `KCM_RS_RANDOM_PROGRAMS`
@@ -178,7 +181,11 @@ pub fn compare(up: &Run, ours: &Run) -> String {
             out.push_str(&format!("  the harness failed under {who}: {f}\n"));
         }
         for v in &r.violations {
-            out.push_str(&format!("  invariant broken under {who}: {v}\n"));
+            if who == "upstream" {
+                println!("note: invariant broken under upstream (the reference; not a failure): {v}");
+            } else {
+                out.push_str(&format!("  invariant broken under {who}: {v}\n"));
+            }
         }
         for v in &r.refusals {
             // The counter is the API server's: with programs side by side, the write may be
@@ -232,6 +239,16 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn only_an_invariant_broken_under_kcm_rs_fails_the_run() {
+        let broken = Run {
+            violations: vec!["step 5: 4 live pods, above replicas + maxSurge = 3".into()],
+            ..Run::default()
+        };
+        assert_eq!(compare(&broken, &Run::default()), "");
+        assert!(compare(&Run::default(), &broken).contains("invariant broken under kcm-rs: step 5"));
     }
 
     #[test]
