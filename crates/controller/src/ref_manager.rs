@@ -111,8 +111,15 @@ impl<K> ClaimPlan<K> {
 
     /// [`Self::claimed`] in the candidates' order, as upstream's `ClaimObject` loop returns them.
     pub fn claimed_in_order(&self, candidates: &[Arc<K>]) -> Vec<Arc<K>> {
-        let ours = |c: &Arc<K>| self.owned.iter().chain(&self.adopt).any(|o| Arc::ptr_eq(o, c));
-        candidates.iter().filter(|c| ours(c)).cloned().collect()
+        // By address: the plan holds the candidates' own Arcs, and a Job's thousands of pods make a
+        // scan of the plan per candidate quadratic.
+        let ours: std::collections::HashSet<*const K> =
+            self.owned.iter().chain(&self.adopt).map(Arc::as_ptr).collect();
+        candidates
+            .iter()
+            .filter(|c| ours.contains(&Arc::as_ptr(c)))
+            .cloned()
+            .collect()
     }
 }
 
