@@ -12,7 +12,7 @@
 #                     all             parallel and every suite of the e2e and soak lists (`make e2e`)
 #                   Without ITEM: all. conformance-ci and bench-smoke start control planes of their own
 #                   (/tmp/kcm-rs-conformance, /tmp/kcm-rs-bench); their lane stops its own first.
-#   --lanes N       N lanes at once ($KCM_RS_E2E_LANES; default 3 for `all`, else 1: named items then
+#   --lanes N       N lanes at once ($KCM_RS_E2E_LANES; default 2 for `all`, else 1: named items then
 #                   run one at a time, in the order given). Items go to lanes longest first, each to the
 #                   lane with the least work so far (durations: known_seconds below).
 #   --no-build      the binaries are built already (hack/test.sh builds them in stages of their own)
@@ -313,7 +313,7 @@ main() {
     esac
   done
   ((${#args[@]})) || args=(all)
-  [[ -n $lanes ]] || { if [[ ${args[*]} == all ]]; then lanes=3; else lanes=1; fi; }
+  [[ -n $lanes ]] || { if [[ ${args[*]} == all ]]; then lanes=2; else lanes=1; fi; }
   [[ $lanes =~ ^[1-9][0-9]*$ ]] || die "--lanes must be a positive number, not '$lanes'"
   check_suite_lists
   local -a items

@@ -12,7 +12,7 @@
 #   image-build        kcm-rs in the `image` profile (fat LTO): what the image ships and the bench runs
 #   image              the kcm-rs:dev image from it (hack/image.sh, buildah)
 #   conformance-build  upstream's e2e.test (hack/conformance.sh --build-only; nothing when cached)
-#   e2e                hack/e2e.sh --no-build in $KCM_RS_E2E_LANES lanes (3): the parallel tests, every
+#   e2e                hack/e2e.sh --no-build in $KCM_RS_E2E_LANES lanes (2): the parallel tests, every
 #                      e2e and soak suite (short seeds), the image suite, conformance-ci and bench-smoke
 #                      ($KCM_RS_E2E_ITEMS, hack/e2e.sh's items, to run fewer)
 #
@@ -22,7 +22,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here/.."
 cargo=${CARGO:-cargo}
-lanes=${KCM_RS_E2E_LANES:-3}
+lanes=${KCM_RS_E2E_LANES:-2}
 read -r -a e2e_items <<<"${KCM_RS_E2E_ITEMS:-all image conformance-ci bench-smoke}"
 all_stages=(fmt-check clippy unit control-plane e2e-build image-build image conformance-build e2e)
 
