@@ -2,8 +2,9 @@
 # A real, local Kubernetes control plane as plain processes on loopback:
 #   etcd -> kube-apiserver -> kube-controller-manager -> kube-scheduler -> kwok -> fake Nodes
 #
-# Usage: hack/cluster.sh up [--mode reference|replace] | down | status | env | logs [component]
+# Usage: hack/cluster.sh up [--mode reference|replace] [--sharded-list-watch] | down | status | env | logs [component]
 #                        | restart <component> [--kill] | compact | mode reference|replace
+#                        | sharding on|off   (kube-apiserver restarted with/without ShardedListAndWatch)
 #
 #   --mode reference  upstream kube-controller-manager runs every controller (the behaviour to compare with)
 #   --mode replace    upstream KCM runs without the deployment, replicaset and job controllers (or
@@ -203,6 +204,8 @@ cmd_up() {
     case $1 in
       --mode) mode=${2:-}; shift 2 ;;
       --mode=*) mode=${1#--mode=}; shift ;;
+      # Kubernetes 1.36's server-side sharded list and watch (alpha), for kcm-rs --shards.
+      --sharded-list-watch) KCM_RS_SHARDED_LIST_WATCH=1; shift ;;
       *) die "unknown argument to up: $1" ;;
     esac
   done
@@ -258,6 +261,7 @@ EOF
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
     --tls-cert-file="$p/apiserver.crt" --tls-private-key-file="$p/apiserver.key" --client-ca-file="$p/ca.crt" \
     --token-auth-file="$p/tokens.csv" --authorization-mode=Node,RBAC \
+    ${KCM_RS_SHARDED_LIST_WATCH:+--feature-gates=ShardedListAndWatch=true} \
     ${KCM_RS_AUDIT:+--audit-policy-file="$p/audit-policy.yaml" --audit-log-path="$run/logs/audit.log" --audit-log-format=json --audit-log-mode=batch} \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$p/sa.pub" --service-account-signing-key-file="$p/sa.key" \
@@ -387,6 +391,23 @@ cmd_mode() {
 
 # Compacts etcd at its current revision through its gRPC gateway, so that every older resourceVersion
 # is gone from etcd (the apiserver answers 410 Gone for it once its watch cache no longer has it).
+# Restarts kube-apiserver with (on) or without (off) the ShardedListAndWatch feature gate.
+cmd_sharding() {
+  local want=${1:-}
+  [[ $want == on || $want == off ]] || die "sharding must be on or off, not '$want'"
+  load_env
+  local -a argv kept=(); eval "argv=($(cat "$run/cmd/kube-apiserver"))"
+  local a
+  for a in "${argv[@]}"; do
+    [[ $a == --feature-gates=ShardedListAndWatch=true ]] || kept+=("$a")
+  done
+  [[ $want == on ]] && kept+=(--feature-gates=ShardedListAndWatch=true)
+  stop kube-apiserver
+  local phase_start=$SECONDS
+  start kube-apiserver "${kept[@]}"
+  ready kube-apiserver
+}
+
 cmd_compact() {
   load_env
   local rev
@@ -405,6 +426,7 @@ case ${1:-} in
   restart) shift; cmd_restart "$@" ;;
   compact) cmd_compact ;;
   mode) shift; cmd_mode "$@" ;;
+  sharding) shift; cmd_sharding "$@" ;;
   logs) [[ -n ${2:-} ]] && tail -n 100 "$run/logs/$2.log" || ls "$run/logs" ;;
   *) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

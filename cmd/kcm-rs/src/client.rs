@@ -10,6 +10,7 @@
 //! `transport`), as KCM's clientsets share client-go's cached transport.
 
 use std::{
+    collections::HashMap,
     future::Future,
     num::NonZeroU32,
     path::PathBuf,
@@ -29,8 +30,11 @@ use kube::{
 use tower::{Layer, Service};
 
 use crate::{
+    fence::{FenceLayer, Fenced, WriteFence},
     flags::Args,
+    guard::{Guard, Guarded},
     serving_flags::{DELEGATION_BURST, DELEGATION_QPS, DelegationClients},
+    shard_selector::SelectorLayer,
     transport::{self, Transport},
 };
 
@@ -128,6 +132,11 @@ pub struct Clients {
     transport: Transport,
     quota: Quota,
     read_only: bool,
+    /// Sharded: the write fence every controller client checks, and the replica identity its
+    /// User-Agent carries so that the audit log tells replicas apart.
+    sharded: Option<(Arc<WriteFence>, String)>,
+    /// The clients made so far by name: a controller started once per shard keeps one token bucket.
+    made: Arc<parking_lot::Mutex<HashMap<String, Client>>>,
 }
 
 impl std::fmt::Debug for Clients {
@@ -158,43 +167,79 @@ impl Clients {
             transport,
             quota,
             read_only,
+            sharded: None,
+            made: Arc::default(),
         })
     }
 
-    /// A new client with User-Agent `kcm-rs/<name>` and a token bucket of its own, over the shared
-    /// connection.
+    /// Clients of a replica sharing the work: every controller client's writes pass `fence`, and
+    /// User-Agents read `kcm-rs/<name>/<identity>`.
+    #[must_use]
+    pub fn sharded(mut self, fence: Arc<WriteFence>, identity: &str) -> Self {
+        self.sharded = Some((fence, identity.to_owned()));
+        self
+    }
+
+    /// The client named `name`, with User-Agent `kcm-rs/<name>` and a token bucket of its own, over
+    /// the shared connection; made on first use, the same one afterwards.
     pub fn client_for(&self, name: &str) -> Result<Client, ClientError> {
+        if let Some(c) = self.made.lock().get(name) {
+            return Ok(c.clone());
+        }
+        let layers = self.layers_for(name)?;
+        let client = ClientBuilder::new(self.transport.clone(), self.config.default_namespace.clone())
+            .with_layer(&layers)
+            .build();
+        self.made.lock().insert(name.to_owned(), client.clone());
+        Ok(client)
+    }
+
+    /// A new client named `name` with a token bucket of its own that adds `selector` to every list
+    /// and watch (one shard's informers).
+    pub fn client_with(&self, name: &str, extra: SelectorLayer) -> Result<Client, ClientError> {
         let layers = self.layers_for(name)?;
         Ok(
             ClientBuilder::new(self.transport.clone(), self.config.default_namespace.clone())
                 .with_layer(&layers)
+                .with_layer(&extra)
                 .build(),
         )
     }
 
     /// The middleware of the client `name`; each call makes a new token bucket.
     pub fn layers_for(&self, name: &str) -> Result<ClientLayers, ClientError> {
-        let user_agent = HeaderValue::from_str(&format!("{USER_AGENT_PREFIX}/{name}")).map_err(|source| {
-            ClientError::UserAgent {
-                name: name.to_owned(),
-                source,
-            }
+        let agent = match &self.sharded {
+            Some((_, identity)) => format!("{USER_AGENT_PREFIX}/{name}/{identity}"),
+            None => format!("{USER_AGENT_PREFIX}/{name}"),
+        };
+        // The Leases and the informers are not fenced: the one is how shards are held, the other
+        // only reads.
+        let fence = self
+            .sharded
+            .as_ref()
+            .filter(|_| name != LEADER_ELECTION && name != SHARED_INFORMERS)
+            .map(|(f, _)| f.clone());
+        let user_agent = HeaderValue::from_str(&agent).map_err(|source| ClientError::UserAgent {
+            name: name.to_owned(),
+            source,
         })?;
         Ok(ClientLayers {
             user_agent,
             limiter: Arc::new(RateLimiter::direct(self.quota)),
             read_only: self.read_only,
+            fence: FenceLayer(fence),
         })
     }
 }
 
 /// One client's middleware, outermost first: the read-only guard (shadow mode), the User-Agent, the
-/// token bucket.
+/// token bucket, the write fence (sharded).
 #[derive(Clone)]
 pub struct ClientLayers {
     user_agent: HeaderValue,
     limiter: Arc<DefaultDirectRateLimiter>,
     read_only: bool,
+    fence: FenceLayer,
 }
 
 impl std::fmt::Debug for ClientLayers {
@@ -207,14 +252,16 @@ impl std::fmt::Debug for ClientLayers {
 }
 
 impl<S> Layer<S> for ClientLayers {
-    type Service = ReadOnly<UserAgent<Qps<S>>>;
+    type Service = ReadOnly<UserAgent<Qps<Fenced<S>>>>;
     fn layer(&self, inner: S) -> Self::Service {
-        ReadOnly {
-            enabled: self.read_only,
+        Guarded {
+            guard: ReadOnlyGuard {
+                enabled: self.read_only,
+            },
             inner: UserAgent {
                 value: self.user_agent.clone(),
                 inner: Qps {
-                    inner,
+                    inner: self.fence.layer(inner),
                     limiter: self.limiter.clone(),
                     wait: None,
                     permitted: false,
@@ -298,11 +345,13 @@ where
 }
 
 /// When enabled, refuses every write: shadow mode has no write path, whatever the code above it does.
-#[derive(Debug)]
-pub struct ReadOnly<S> {
+#[derive(Debug, Clone, Copy)]
+pub struct ReadOnlyGuard {
     enabled: bool,
-    inner: S,
 }
+
+/// A client whose writes [`ReadOnlyGuard`] refuses.
+pub type ReadOnly<S> = Guarded<S, ReadOnlyGuard>;
 
 #[derive(Debug, thiserror::Error)]
 #[error("shadow mode is read-only: refused {method} {path}")]
@@ -311,33 +360,15 @@ pub struct WriteRefused {
     path: String,
 }
 
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
-impl<S> Service<Request<Body>> for ReadOnly<S>
-where
-    S: Service<Request<Body>>,
-    S::Error: Into<tower::BoxError>,
-    S::Future: Send + 'static,
-    S::Response: Send + 'static,
-{
-    type Response = S::Response;
-    type Error = tower::BoxError;
-    type Future = BoxFuture<Result<S::Response, tower::BoxError>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
-    }
-
-    fn call(&mut self, req: Request<Body>) -> Self::Future {
-        if self.enabled && req.method() != Method::GET {
-            let err = WriteRefused {
+impl Guard for ReadOnlyGuard {
+    fn refuse(&self, req: &Request<Body>) -> Option<tower::BoxError> {
+        (self.enabled && req.method() != Method::GET).then(|| {
+            WriteRefused {
                 method: req.method().clone(),
                 path: req.uri().path().to_owned(),
-            };
-            return Box::pin(async move { Err(err.into()) });
-        }
-        let fut = self.inner.call(req);
-        Box::pin(async move { fut.await.map_err(Into::into) })
+            }
+            .into()
+        })
     }
 }
 

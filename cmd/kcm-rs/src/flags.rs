@@ -168,6 +168,13 @@ pub struct Args {
     )]
     pub leader_elect_mode: LeaderElectMode,
 
+    /// Share the work among replicas: cut the namespace-hash space into this many shards, each owned
+    /// through a Lease of its own, and hold a fair share of them (Kubernetes 1.36 sharded list and
+    /// watch; docs/scale-out.md). 1: one leader does everything, as kube-controller-manager. Needs
+    /// --leader-elect; not with --shadow.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(informer::MAX_SHARDS)), help_heading = "Leader election flags")]
+    pub shards: u32,
+
     /// Run read-only beside upstream's controllers: compute every plan and status, never write, and
     /// report where they disagree with what upstream did (metric, log, /debug/shadow).
     #[arg(long, default_value_t = false, help_heading = "Shadow mode flags")]

@@ -10,36 +10,36 @@
 //! Losing the lease exits the process with status 1 at once, without draining the queues, as KCM's
 //! `OnStoppedLeading` does: another replica may already lead, and every further write could race
 //! with it. SIGTERM/SIGINT is the graceful path: stop taking keys, let in-flight syncs finish (at most
-//! [`SHUTDOWN_TIMEOUT`]), release the lease, exit 0.
+//! [`controllers::SHUTDOWN_TIMEOUT`]), release the lease, exit 0.
 #![forbid(unsafe_code)]
 
 mod client;
 mod controllers;
 mod duration;
+mod fence;
 mod flags;
+mod guard;
 mod job_metrics;
 mod metrics;
 mod server;
 mod serving_flags;
+mod shard_selector;
+mod shards;
 mod transport;
 
-use std::{process::ExitCode, sync::Arc, time::Duration};
+use std::{process::ExitCode, sync::Arc};
 
 use anyhow::Context as _;
 use client::{Clients, LEADER_ELECTION, SHARED_INFORMERS};
 use controller::{Started, shadow::ShadowState};
 use controllers::StartContext;
-use flags::{Args, ContentType, LeaderElectMode, LoggingFormat};
-use informer::SharedInformerFactory;
+use flags::{Args, LeaderElectMode, LoggingFormat};
 use leaderelection::{LeaderElectionConfig, LeaderElector, LeaderForLife};
 use metrics::{ControllerLabel, Metrics, NameLabel};
 use rand::Rng as _;
 use server::Health;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-/// How long in-flight syncs may take to finish after SIGTERM/SIGINT (a lost lease does not wait).
-const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -81,10 +81,22 @@ fn init_logging(args: &Args) {
 async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let enabled = controllers::enabled_controllers(&args.controllers)?;
     controllers::check_gates(&enabled, &args.feature_gates)?;
-    let (clients, delegation) = connect(&args).await?;
+    if args.shards > 1 && (args.shadow || !args.leader_elect) {
+        anyhow::bail!(
+            "--shards={} needs --leader-elect and cannot run with --shadow",
+            args.shards
+        );
+    }
+    let identity = identity();
+    let (mut clients, delegation) = connect(&args).await?;
+    let fence = (args.shards > 1).then(|| Arc::new(fence::WriteFence::new(args.shards)));
+    if let Some(f) = &fence {
+        clients = clients.sharded(f.clone(), &identity);
+    }
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
     let shadow = args.shadow.then(|| shadow_state(&args, &metrics));
+    let shard_status = fence.as_ref().map(|_| Arc::default());
     let cancel = CancellationToken::new();
     tokio::spawn(cancel_on_signal(cancel.clone()));
     let server_cancel = CancellationToken::new();
@@ -94,12 +106,28 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         &health,
         &metrics,
         shadow.as_ref(),
+        shard_status.as_ref(),
         &server_cancel,
     )
     .await?;
 
-    let identity = identity();
     tracing::info!(%identity, "identity");
+    if let (Some(fence), Some(status)) = (fence, shard_status) {
+        let shared = Arc::new(shards::Shared {
+            resync_period: flags::resync_period(args.min_resync_period, rand::rng().random::<f64>()),
+            args: Arc::new(args),
+            clients,
+            metrics,
+            health,
+            identity,
+            enabled,
+            fence,
+            server: Arc::default(),
+        });
+        shards::run(shared, status, cancel).await?;
+        stop_serving(server, &server_cancel).await;
+        return Ok(ExitCode::SUCCESS);
+    }
     let Some(leader) = elect(&args, &clients, &health, &identity, &cancel).await? else {
         return Ok(ExitCode::SUCCESS);
     };
@@ -107,7 +135,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     leader_status.set(1);
 
     let controllers_cancel = CancellationToken::new();
-    let factory = informer_factory(&args, &clients, &metrics)?;
+    let factory = controllers::informer_factory(&args, clients.client_for(SHARED_INFORMERS)?, &metrics);
     let cx = StartContext {
         args: &args,
         factory: &factory,
@@ -137,7 +165,14 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         e.release().await;
     }
-    server_cancel.cancel();
+    stop_serving(server, &server_cancel).await;
+    Ok(ExitCode::SUCCESS)
+}
+
+type ServerTask = JoinHandle<Result<(), secure_serving::ServingError>>;
+
+async fn stop_serving(server: Option<ServerTask>, cancel: &CancellationToken) {
+    cancel.cancel();
     if let Some(s) = server {
         match s.await {
             Ok(Err(e)) => tracing::error!("serving endpoints: {e:#}"),
@@ -145,7 +180,6 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(Ok(())) => {}
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// The controllers' clients (each with its own rate limits, one shared connection) and the clients
@@ -188,8 +222,9 @@ async fn serve(
     health: &Arc<Health>,
     metrics: &Metrics,
     shadow: Option<&Arc<ShadowState>>,
+    shards: Option<&Arc<parking_lot::Mutex<shards::Status>>>,
     cancel: &CancellationToken,
-) -> anyhow::Result<Option<JoinHandle<Result<(), secure_serving::ServingError>>>> {
+) -> anyhow::Result<Option<ServerTask>> {
     let Some(config) = args.serving.config(delegation) else {
         return Ok(None);
     };
@@ -199,6 +234,7 @@ async fn serve(
         health.clone(),
         metrics.clone(),
         shadow.cloned(),
+        shards.cloned(),
         cancel.clone(),
     ))))
 }
@@ -270,22 +306,6 @@ impl<'a> LeaderStatus<'a> {
     }
 }
 
-/// The shared informers every controller reads through; pods in protobuf unless told otherwise.
-fn informer_factory(
-    args: &Args,
-    clients: &Clients,
-    metrics: &Metrics,
-) -> anyhow::Result<SharedInformerFactory> {
-    let mut factory = SharedInformerFactory::new(clients.client_for(SHARED_INFORMERS)?)
-        .with_namespaces(args.namespaces.clone())
-        .with_metrics(Arc::new(metrics.clone()));
-    if args.kube_api_content_type == ContentType::Protobuf {
-        // Pods are most of what the informers receive; the other kinds stay on JSON.
-        factory = factory.with_protobuf::<controller::CompactPod>();
-    }
-    Ok(factory)
-}
-
 /// Leads until SIGTERM/SIGINT. A lost lease exits at once: another replica may lead already, so
 /// not one more write, not even a drain (KCM: `OnStoppedLeading`, `klog.FlushAndExit(…, 1)`); log
 /// lines are written unbuffered.
@@ -301,16 +321,16 @@ async fn lead(leader: &Leader, cancel: &CancellationToken) {
     }
 }
 
-/// Stops the controllers and waits for their in-flight syncs, at most [`SHUTDOWN_TIMEOUT`].
+/// Stops the controllers and waits for their in-flight syncs, at most [`controllers::SHUTDOWN_TIMEOUT`].
 async fn shut_down(running: Vec<Started>, cancel: &CancellationToken) {
     tracing::info!("stopping controllers");
     cancel.cancel();
     let tasks = running.into_iter().map(|c| c.task);
-    if tokio::time::timeout(SHUTDOWN_TIMEOUT, futures::future::join_all(tasks))
+    if tokio::time::timeout(controllers::SHUTDOWN_TIMEOUT, futures::future::join_all(tasks))
         .await
         .is_err()
     {
-        tracing::warn!(timeout = ?SHUTDOWN_TIMEOUT, "in-flight syncs did not finish in time");
+        tracing::warn!(timeout = ?controllers::SHUTDOWN_TIMEOUT, "in-flight syncs did not finish in time");
     }
 }
 

@@ -10,7 +10,7 @@ use controller::{ControllerMetrics, SyncMetrics};
 use informer::{MetricsProvider, QueueMetrics, ReflectorMetrics};
 use parking_lot::Mutex;
 use prometheus_client::{
-    encoding::{EncodeLabelSet, text::encode},
+    encoding::{EncodeLabelSet, LabelSetEncoder, text::encode},
     metrics::{
         counter::Counter,
         family::Family,
@@ -23,6 +23,22 @@ use prometheus_client::{
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct NameLabel {
     pub name: String,
+}
+
+/// A work queue's labels: `name`, and `shard` (`3-of-12`) on a replica sharing the work, whose
+/// shards each have their own queues. Unsharded output keeps KCM's label set exactly.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+pub struct QueueLabel {
+    pub name: String,
+    pub shard: Option<String>,
+}
+
+impl EncodeLabelSet for QueueLabel {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let mut labels = vec![("name", self.name.as_str())];
+        labels.extend(self.shard.as_deref().map(|s| ("shard", s)));
+        labels.encode(encoder)
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -64,13 +80,13 @@ fn sync_buckets() -> Histogram {
 #[derive(Clone)]
 pub struct Metrics {
     registry: Arc<Mutex<Registry>>,
-    depth: Family<NameLabel, Gauge>,
-    adds: Family<NameLabel, Counter>,
-    queue_duration: Hist<NameLabel>,
-    work_duration: Hist<NameLabel>,
-    unfinished: Family<NameLabel, FloatGauge>,
-    longest: Family<NameLabel, FloatGauge>,
-    retries: Family<NameLabel, Counter>,
+    depth: Family<QueueLabel, Gauge>,
+    adds: Family<QueueLabel, Counter>,
+    queue_duration: Hist<QueueLabel>,
+    work_duration: Hist<QueueLabel>,
+    unfinished: Family<QueueLabel, FloatGauge>,
+    longest: Family<QueueLabel, FloatGauge>,
+    retries: Family<QueueLabel, Counter>,
     lists: Family<ResourceLabel, Counter>,
     list_errors: Family<ResourceLabel, Counter>,
     watches: Family<ResourceLabel, Counter>,
@@ -85,6 +101,8 @@ pub struct Metrics {
     pub leader: Family<NameLabel, Gauge>,
     /// `kcm_rs_shadow_divergences_total{controller}`.
     pub shadow_divergences: Family<ControllerLabel, Counter>,
+    /// The shard whose queues this handle labels (`for_shard`).
+    shard: Option<String>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -117,6 +135,7 @@ impl Metrics {
             sync_panics: Family::default(),
             leader: Family::default(),
             shadow_divergences: Family::default(),
+            shard: None,
         };
         let mut r = m.registry.lock();
         r.register("workqueue_depth", "Current depth of workqueue", m.depth.clone());
@@ -229,7 +248,7 @@ impl Metrics {
 
 struct Queue {
     m: Metrics,
-    label: NameLabel,
+    label: QueueLabel,
 }
 
 impl QueueMetrics for Queue {
@@ -328,11 +347,25 @@ impl SyncMetrics for Sync {
     }
 }
 
+impl Metrics {
+    /// The same metrics, with the work queues made from here labelled with `shard`.
+    #[must_use]
+    pub fn for_shard(&self, shard: String) -> Metrics {
+        Metrics {
+            shard: Some(shard),
+            ..self.clone()
+        }
+    }
+}
+
 impl MetricsProvider for Metrics {
     /// Every series of the queue exists from the moment the queue does, at 0, as client-go's
     /// workqueue metrics provider creates them: dashboards built for KCM show 0, not "no data".
     fn queue_metrics(&self, name: &str) -> Arc<dyn QueueMetrics> {
-        let label = NameLabel { name: name.into() };
+        let label = QueueLabel {
+            name: name.into(),
+            shard: self.shard.clone(),
+        };
         drop(self.depth.get_or_create(&label));
         drop(self.adds.get_or_create(&label));
         drop(self.queue_duration.get_or_create(&label));
@@ -371,42 +404,5 @@ impl replicaset::ReplicaSetMetrics for Metrics {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_idle_queue_exports_every_series_at_zero() {
-        let m = Metrics::new();
-        let _q = m.queue_metrics("replicaset");
-        let text = m.encode();
-        for line in [
-            "workqueue_depth{name=\"replicaset\"} 0",
-            "workqueue_adds_total{name=\"replicaset\"} 0",
-            "workqueue_retries_total{name=\"replicaset\"} 0",
-            "workqueue_queue_duration_seconds_count{name=\"replicaset\"} 0",
-            "workqueue_work_duration_seconds_count{name=\"replicaset\"} 0",
-            "workqueue_unfinished_work_seconds{name=\"replicaset\"} 0",
-            "workqueue_longest_running_processor_seconds{name=\"replicaset\"} 0",
-        ] {
-            assert!(text.contains(line), "{line} missing from:\n{text}");
-        }
-    }
-
-    #[test]
-    fn exposes_upstreams_workqueue_names() {
-        let m = Metrics::new();
-        let q = m.queue_metrics("replicaset");
-        q.add(1);
-        q.get(0, Duration::from_millis(3));
-        q.retry();
-        let text = m.encode();
-        for name in [
-            "workqueue_depth{name=\"replicaset\"}",
-            "workqueue_adds_total{name=\"replicaset\"}",
-            "workqueue_queue_duration_seconds_bucket",
-            "workqueue_retries_total{name=\"replicaset\"}",
-        ] {
-            assert!(text.contains(name), "{name} missing from:\n{text}");
-        }
-    }
-}
+#[path = "metrics_tests.rs"]
+mod tests;

@@ -1,4 +1,4 @@
-//! /healthz, /livez, /readyz, /metrics and /debug/shadow (axum), served by `secure_serving` over
+//! /healthz, /livez, /readyz, /metrics, /debug/shadow and /debug/shards (axum), served by `secure_serving` over
 //! HTTPS behind delegated authentication and authorization.
 
 use std::{sync::Arc, time::Duration};
@@ -15,7 +15,7 @@ use leaderelection::LeaderElector;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::Metrics;
+use crate::{metrics::Metrics, shards};
 
 /// How long past the lease duration a leader may go without renewing before /healthz fails
 /// (kube-controller-manager: 20 s).
@@ -44,6 +44,13 @@ impl Health {
 
     pub fn add_controller(&self, name: &str, synced: impl Fn() -> bool + Send + Sync + 'static) {
         self.controllers.lock().push((name.to_owned(), Arc::new(synced)));
+    }
+
+    /// Forgets the controllers whose name ends with `suffix` (a released shard's, `/<shard>`).
+    pub fn remove_controllers(&self, suffix: &str) {
+        self.controllers
+            .lock()
+            .retain(|(name, _)| !name.ends_with(suffix));
     }
 
     /// The named checks and their results, as kube-controller-manager's healthz lists them.
@@ -87,6 +94,7 @@ struct AppState {
     health: Arc<Health>,
     metrics: Metrics,
     shadow: Option<Arc<ShadowState>>,
+    shards: Option<Arc<Mutex<shards::Status>>>,
 }
 
 /// Serves until `cancel` fires.
@@ -95,6 +103,7 @@ pub async fn serve(
     health: Arc<Health>,
     metrics: Metrics,
     shadow: Option<Arc<ShadowState>>,
+    shards: Option<Arc<Mutex<shards::Status>>>,
     cancel: CancellationToken,
 ) -> Result<(), secure_serving::ServingError> {
     let app = Router::new()
@@ -104,11 +113,13 @@ pub async fn serve(
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
         .route("/debug/shadow", get(shadow_report))
+        .route("/debug/shards", get(shards_report))
         .fallback(not_found)
         .with_state(AppState {
             health,
             metrics,
             shadow,
+            shards,
         });
     server.serve(app, cancel).await
 }
@@ -172,5 +183,12 @@ async fn shadow_report(State(s): State<AppState>) -> Response {
     match &s.shadow {
         Some(state) => Json(state.current()).into_response(),
         None => (StatusCode::NOT_FOUND, "shadow mode is off (--shadow)").into_response(),
+    }
+}
+
+async fn shards_report(State(s): State<AppState>) -> Response {
+    match &s.shards {
+        Some(status) => Json(status.lock().clone()).into_response(),
+        None => (StatusCode::NOT_FOUND, "not sharded (--shards=1)").into_response(),
     }
 }

@@ -224,6 +224,54 @@ impl LeaderElector {
             .is_some_and(|t| t.elapsed() <= self.config.lease_duration + tolerance)
     }
 
+    /// One attempt as [`try_acquire_or_renew`](Self::try_acquire_or_renew) that also keeps
+    /// [`is_leader`](Self::is_leader), for a caller running its own renewal loop. Returns when the
+    /// successful attempt started: the record it wrote cannot be taken over before that instant plus
+    /// the lease duration by any candidate's clock, so the holder may act until that instant plus the
+    /// renew deadline (the sharded write fence).
+    pub async fn try_lead(&self) -> Option<Instant> {
+        let started = Instant::now();
+        let won = self.try_acquire_or_renew().await;
+        if won {
+            self.leading.send_replace(true);
+        }
+        won.then_some(started)
+    }
+
+    /// Stops leading without writing: the lease is left to expire (a failed renewal, or a release that
+    /// could not wait for in-flight writes).
+    pub fn stop_leading(&self) {
+        self.leading.send_replace(false);
+    }
+
+    /// Takes `lease`, read by someone else just now (a LIST of many Leases), as this candidate's own
+    /// observation, so that its expiry clock runs from when the record was first seen to change, as if
+    /// it had tried all along. `None`: the Lease does not exist.
+    pub async fn observe(&self, lease: Option<&Lease>) {
+        let mut observed = self.observed.lock().await;
+        match lease {
+            Some(lease) => {
+                observed.note(lease);
+            }
+            None => {
+                observed.record = None;
+                observed.lease = None;
+            }
+        }
+    }
+
+    /// Whether another candidate holds the lease and it has not expired by this candidate's clock.
+    pub async fn held_by_other(&self) -> bool {
+        let observed = self.observed.lock().await;
+        let Some(record) = &observed.record else {
+            return false;
+        };
+        let holder = record.holder_identity.as_deref().unwrap_or_default();
+        !holder.is_empty()
+            && holder != self.config.identity
+            && observed.changed_at + duration_of(record) > Instant::now()
+    }
+
     /// One attempt (client-go `tryAcquireOrRenew`): create the lease, or take it over when it has
     /// expired by our clock, or renew it when we hold it. Any failure is just "not now".
     pub async fn try_acquire_or_renew(&self) -> bool {
@@ -259,16 +307,10 @@ impl LeaderElector {
                 }
             };
         };
-        let record = lease.spec.clone().unwrap_or_default();
-        if observed.record.as_ref() != Some(&record) {
-            observed.record = Some(record.clone());
-            observed.changed_at = Instant::now();
-        }
-        observed.lease = Some(lease.clone());
+        let record = observed.note(&lease);
         let holder = record.holder_identity.clone().unwrap_or_default();
         let ours = holder == self.config.identity;
-        let duration =
-            Duration::from_secs(u64::try_from(record.lease_duration_seconds.unwrap_or(0)).unwrap_or(0));
+        let duration = duration_of(&record);
         if !holder.is_empty() && !ours && observed.changed_at + duration > Instant::now() {
             return false; // held by another and not expired by our clock
         }
@@ -334,6 +376,17 @@ impl LeaderElector {
 }
 
 impl Observed {
+    /// Remembers `lease` as read now, restarting the expiry clock when its record changed.
+    fn note(&mut self, lease: &Lease) -> LeaseSpec {
+        let record = lease.spec.clone().unwrap_or_default();
+        if self.record.as_ref() != Some(&record) {
+            self.record = Some(record.clone());
+            self.changed_at = Instant::now();
+        }
+        self.lease = Some(lease.clone());
+        record
+    }
+
     fn remember_own_write(&mut self, lease: Lease) {
         let now = Instant::now();
         self.record = lease.spec.clone();
@@ -341,6 +394,11 @@ impl Observed {
         self.changed_at = now;
         self.renewed_at = Some(now);
     }
+}
+
+/// The record's `leaseDurationSeconds`; none or negative is zero.
+fn duration_of(record: &LeaseSpec) -> Duration {
+    Duration::from_secs(u64::try_from(record.lease_duration_seconds.unwrap_or(0)).unwrap_or(0))
 }
 
 /// `d` plus up to `JITTER_FACTOR * d` (client-go `wait.Jitter`).

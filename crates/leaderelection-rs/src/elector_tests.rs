@@ -187,3 +187,39 @@ async fn a_lease_held_by_another_is_not_taken_before_it_expires() {
     assert!(e.try_acquire_or_renew().await, "expired by our clock");
     assert_eq!(fake.holder().await.as_deref(), Some("me"));
 }
+
+/// The sharded replicas feed every shard's elector from one LIST: an observed record held by another
+/// is theirs until it has not changed for a lease duration by this clock, and then one attempt takes
+/// it, reporting when that attempt started.
+#[tokio::test(start_paused = true)]
+async fn an_observed_lease_expires_by_this_clock_and_try_lead_takes_it() {
+    let (e, fake) = elector();
+    let theirs = Lease {
+        metadata: ObjectMeta {
+            name: Some("kcm-rs".into()),
+            resource_version: Some("7".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some("them".into()),
+            lease_duration_seconds: Some(15),
+            ..LeaseSpec::default()
+        }),
+    };
+    *fake.lease.lock().await = Some(theirs.clone());
+    fake.resource_version.store(7, Ordering::SeqCst);
+    e.observe(Some(&theirs)).await;
+    assert!(e.held_by_other().await);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    e.observe(Some(&theirs)).await; // unchanged: the clock keeps running from the first sight
+    assert!(e.held_by_other().await);
+    assert_eq!(e.try_lead().await, None);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert!(!e.held_by_other().await);
+    let before = Instant::now();
+    assert_eq!(e.try_lead().await, Some(before));
+    assert!(e.is_leader());
+    assert_eq!(fake.holder().await.as_deref(), Some("me"));
+    e.stop_leading();
+    assert!(!e.is_leader());
+}

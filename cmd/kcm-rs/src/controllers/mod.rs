@@ -19,9 +19,13 @@ pub use selection::{check_gates, enabled_controllers};
 
 use crate::{
     client::Clients,
-    flags::{Args, ShadowPerturbation},
+    flags::{Args, ContentType, ShadowPerturbation},
     metrics::Metrics,
 };
+
+/// How long in-flight syncs may take to finish after SIGTERM/SIGINT or a shard's release (a lost
+/// lease does not wait).
+pub const SHUTDOWN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// One controller kcm-rs implements.
 #[derive(Debug)]
@@ -84,6 +88,18 @@ pub fn start(enabled: &[&str], cx: &StartContext<'_>) -> anyhow::Result<Vec<Star
         tracing::info!(shadow = cx.shadow.is_some(), "started {}", d.name);
     }
     Ok(started)
+}
+
+/// The shared informers every controller reads through; pods in protobuf unless told otherwise.
+pub fn informer_factory(args: &Args, client: kube::Client, metrics: &Metrics) -> SharedInformerFactory {
+    let mut factory = SharedInformerFactory::new(client)
+        .with_namespaces(args.namespaces.clone())
+        .with_metrics(Arc::new(metrics.clone()));
+    if args.kube_api_content_type == ContentType::Protobuf {
+        // Pods are most of what the informers receive; the other kinds stay on JSON.
+        factory = factory.with_protobuf::<controller::CompactPod>();
+    }
+    factory
 }
 
 /// The `--controllers` help text, listing the table's names.

@@ -19,6 +19,8 @@ use crate::{
     metrics::{MetricsProvider, NoopMetrics},
     protobuf::{ProtobufListWatch, ProtobufObject},
     reflector::ReflectorConfig,
+    shard::ShardSet,
+    sharded::{ServerSharding, ShardFiltered},
     transform::strip_managed_fields,
 };
 
@@ -35,6 +37,8 @@ pub struct SharedInformerFactory {
     client: Client,
     /// Namespaces every namespaced informer is limited to; empty means all namespaces.
     namespaces: Vec<String>,
+    /// Set when this factory serves some shards only: every namespaced informer keeps their objects.
+    shards: Option<(ShardSet, Arc<ServerSharding>)>,
     watch_list: bool,
     metrics: Arc<dyn MetricsProvider>,
     /// Kinds listed and watched as protobuf: a [`MakeListWatch`] for each, by type.
@@ -64,6 +68,7 @@ impl SharedInformerFactory {
         SharedInformerFactory {
             client,
             namespaces: Vec::new(),
+            shards: None,
             watch_list: true,
             metrics: Arc::new(NoopMetrics),
             protobuf: HashMap::new(),
@@ -75,6 +80,17 @@ impl SharedInformerFactory {
     #[must_use]
     pub fn with_namespaces(mut self, namespaces: Vec<String>) -> Self {
         self.namespaces = namespaces;
+        self
+    }
+
+    /// Keeps, in every namespaced informer, only the objects of `shards`. The client given to [`new`]
+    /// is expected to send the matching `shardSelector`; the filter here makes the outcome the same
+    /// when the API server ignores it. `server` collects what the answers say of the server.
+    ///
+    /// [`new`]: SharedInformerFactory::new
+    #[must_use]
+    pub fn with_shards(mut self, shards: ShardSet, server: Arc<ServerSharding>) -> Self {
+        self.shards = Some((shards, server));
         self
     }
 
@@ -116,7 +132,7 @@ impl SharedInformerFactory {
             + Sync
             + 'static,
     {
-        self.get_or_create(options, |client, namespaces| {
+        self.get_or_create(options, true, |client, namespaces| {
             if namespaces.is_empty() {
                 vec![Scope::new(Api::all(client), None)]
             } else {
@@ -133,12 +149,15 @@ impl SharedInformerFactory {
     where
         K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     {
-        self.get_or_create(options, |client, _| vec![Scope::new(Api::all(client), None)])
+        self.get_or_create(options, false, |client, _| {
+            vec![Scope::new(Api::all(client), None)]
+        })
     }
 
     fn get_or_create<K>(
         &self,
         options: InformerOptions,
+        namespaced: bool,
         scopes: impl FnOnce(Client, &[String]) -> Vec<Scope<K>>,
     ) -> SharedInformer<K>
     where
@@ -169,6 +188,13 @@ impl SharedInformerFactory {
         {
             for scope in &mut scopes {
                 scope.api = make(self.client.clone(), scope.namespace.as_deref());
+            }
+        }
+        if let Some((shards, server)) = self.shards.as_ref().filter(|_| namespaced) {
+            for scope in &mut scopes {
+                let filtered =
+                    ShardFiltered::new(scope.api.clone(), shards.clone(), server.clone(), &resource);
+                scope.api = Arc::new(filtered);
             }
         }
         let informer = SharedInformer::new(resource, scopes, config);

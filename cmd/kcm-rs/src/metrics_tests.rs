@@ -1,0 +1,52 @@
+//! The exported names and labels, as dashboards built for KCM read them.
+
+use super::*;
+
+#[test]
+fn an_idle_queue_exports_every_series_at_zero() {
+    let m = Metrics::new();
+    let _q = m.queue_metrics("replicaset");
+    let text = m.encode();
+    for line in [
+        "workqueue_depth{name=\"replicaset\"} 0",
+        "workqueue_adds_total{name=\"replicaset\"} 0",
+        "workqueue_retries_total{name=\"replicaset\"} 0",
+        "workqueue_queue_duration_seconds_count{name=\"replicaset\"} 0",
+        "workqueue_work_duration_seconds_count{name=\"replicaset\"} 0",
+        "workqueue_unfinished_work_seconds{name=\"replicaset\"} 0",
+        "workqueue_longest_running_processor_seconds{name=\"replicaset\"} 0",
+    ] {
+        assert!(text.contains(line), "{line} missing from:\n{text}");
+    }
+}
+
+#[test]
+fn a_shards_queues_carry_the_shard_label() {
+    let m = Metrics::new();
+    let _plain = m.queue_metrics("job");
+    let _q = m.for_shard("3-of-12".into()).queue_metrics("job");
+    let text = m.encode();
+    assert!(text.contains("workqueue_depth{name=\"job\"} 0"), "{text}");
+    assert!(
+        text.contains("workqueue_depth{name=\"job\",shard=\"3-of-12\"} 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn exposes_upstreams_workqueue_names() {
+    let m = Metrics::new();
+    let q = m.queue_metrics("replicaset");
+    q.add(1);
+    q.get(0, Duration::from_millis(3));
+    q.retry();
+    let text = m.encode();
+    for name in [
+        "workqueue_depth{name=\"replicaset\"}",
+        "workqueue_adds_total{name=\"replicaset\"}",
+        "workqueue_queue_duration_seconds_bucket",
+        "workqueue_retries_total{name=\"replicaset\"}",
+    ] {
+        assert!(text.contains(name), "{name} missing from:\n{text}");
+    }
+}

@@ -1,0 +1,204 @@
+//! Who else is sharing the work: each replica keeps a membership Lease, `kcm-rs-member-<N>-<id>`,
+//! renewed every retry period by an elector of its own; every replica lists them and counts the live
+//! ones. A member is live while its record keeps changing, judged by the elector's rule (local time
+//! since this replica saw the record change, plus the record's lease duration), never by the remote
+//! `renewTime`, so clock offset between machines does not matter. A released member Lease (holder
+//! emptied, on SIGTERM) is not live at once.
+
+use std::collections::{BTreeSet, HashMap};
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use tokio::time::{Duration, Instant};
+
+/// Every membership Lease's name starts with this.
+pub const MEMBER_PREFIX: &str = "kcm-rs-member-";
+
+/// The membership Lease of `identity` running with `count` shards. The identity is hashed: it is
+/// `hostname_<random>` and may not fit a Lease name.
+pub fn member_lease_name(count: u32, identity: &str) -> String {
+    format!(
+        "{MEMBER_PREFIX}{count}-{:016x}",
+        informer::fnv1a64(identity.as_bytes())
+    )
+}
+
+/// The shard count a membership Lease name advertises.
+fn count_of(name: &str) -> Option<u32> {
+    name.strip_prefix(MEMBER_PREFIX)?.split('-').next()?.parse().ok()
+}
+
+/// What this replica has seen of the membership Leases. Invariant: `live` holds exactly the names
+/// that were live at the last [`Members::observe`], and `changed_at` is when that set last changed.
+#[derive(Debug)]
+pub struct Members {
+    own: String,
+    count: u32,
+    seen: HashMap<String, Seen>,
+    live: BTreeSet<String>,
+    changed_at: Instant,
+}
+
+#[derive(Debug)]
+struct Seen {
+    record: LeaseSpec,
+    changed_at: Instant,
+}
+
+impl Members {
+    pub fn new(own: String, count: u32, now: Instant) -> Self {
+        let live = BTreeSet::from([own.clone()]);
+        Self {
+            own,
+            count,
+            seen: HashMap::new(),
+            live,
+            changed_at: now,
+        }
+    }
+
+    /// Takes in one list of the namespace's Leases, read at `now`.
+    pub fn observe(&mut self, leases: &[Lease], now: Instant) {
+        let mut present = BTreeSet::new();
+        for lease in leases {
+            let Some(name) = lease.metadata.name.as_deref() else {
+                continue;
+            };
+            if !name.starts_with(MEMBER_PREFIX) {
+                continue;
+            }
+            present.insert(name.to_owned());
+            let record = lease.spec.clone().unwrap_or_default();
+            match self.seen.get_mut(name) {
+                Some(s) if s.record == record => {}
+                Some(s) => {
+                    s.record = record;
+                    s.changed_at = now;
+                }
+                None => {
+                    self.seen.insert(
+                        name.to_owned(),
+                        Seen {
+                            record,
+                            changed_at: now,
+                        },
+                    );
+                }
+            }
+        }
+        self.seen.retain(|name, _| present.contains(name));
+        let mut live: BTreeSet<String> = self
+            .seen
+            .iter()
+            .filter(|(_, s)| is_live(s, now))
+            .map(|(n, _)| n.clone())
+            .collect();
+        live.insert(self.own.clone());
+        if live != self.live {
+            self.live = live;
+            self.changed_at = now;
+        }
+    }
+
+    /// Live members, this one included.
+    pub fn live(&self) -> usize {
+        self.live.len()
+    }
+
+    /// The live set has not changed for `lease_duration`.
+    pub fn stable(&self, now: Instant, lease_duration: Duration) -> bool {
+        now >= self.changed_at + lease_duration
+    }
+
+    /// A live member advertises another shard count.
+    pub fn mixed(&self) -> bool {
+        self.live.iter().any(|n| count_of(n) != Some(self.count))
+    }
+
+    pub fn live_names(&self) -> impl Iterator<Item = &str> {
+        self.live.iter().map(String::as_str)
+    }
+}
+
+fn is_live(s: &Seen, now: Instant) -> bool {
+    let holder = s.record.holder_identity.as_deref().unwrap_or_default();
+    let secs = u64::try_from(s.record.lease_duration_seconds.unwrap_or(0)).unwrap_or(0);
+    !holder.is_empty() && now < s.changed_at + Duration::from_secs(secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+
+    use super::*;
+
+    const LD: Duration = Duration::from_secs(15);
+
+    fn lease(name: &str, holder: &str, renewed: i64) -> Lease {
+        Lease {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: (!holder.is_empty()).then(|| holder.into()),
+                lease_duration_seconds: Some(15),
+                renew_time: Some(MicroTime(
+                    k8s_openapi::jiff::Timestamp::from_second(renewed).unwrap(),
+                )),
+                ..LeaseSpec::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn a_member_is_live_until_its_record_stops_changing_for_a_lease_duration() {
+        let t = Instant::now();
+        let own = member_lease_name(12, "a");
+        let other = member_lease_name(12, "b");
+        let mut m = Members::new(own.clone(), 12, t);
+        m.observe(&[lease(&own, "a", 1), lease(&other, "b", 1)], t);
+        assert_eq!(m.live(), 2);
+        assert!(!m.stable(t + LD / 2, LD));
+        // b renews: live; then stops renewing.
+        m.observe(
+            &[lease(&own, "a", 2), lease(&other, "b", 2)],
+            t + Duration::from_secs(2),
+        );
+        m.observe(
+            &[lease(&own, "a", 3), lease(&other, "b", 2)],
+            t + Duration::from_secs(16),
+        );
+        assert_eq!(m.live(), 2);
+        m.observe(
+            &[lease(&own, "a", 4), lease(&other, "b", 2)],
+            t + Duration::from_secs(18),
+        );
+        assert_eq!(m.live(), 1);
+        assert!(!m.stable(t + Duration::from_secs(20), LD));
+        assert!(m.stable(t + Duration::from_secs(33), LD));
+    }
+
+    #[test]
+    fn a_released_member_leaves_at_once_and_a_vanished_one_is_forgotten() {
+        let t = Instant::now();
+        let own = member_lease_name(12, "a");
+        let other = member_lease_name(12, "b");
+        let mut m = Members::new(own.clone(), 12, t);
+        m.observe(&[lease(&other, "b", 1)], t);
+        assert_eq!(m.live(), 2);
+        m.observe(&[lease(&other, "", 2)], t + Duration::from_secs(1));
+        assert_eq!(m.live(), 1);
+        m.observe(&[], t + Duration::from_secs(2));
+        assert!(m.seen.is_empty());
+    }
+
+    #[test]
+    fn a_live_member_with_another_count_is_seen() {
+        let t = Instant::now();
+        let mut m = Members::new(member_lease_name(12, "a"), 12, t);
+        assert!(!m.mixed());
+        m.observe(&[lease(&member_lease_name(8, "b"), "b", 1)], t);
+        assert!(m.mixed());
+        assert_eq!(count_of(&member_lease_name(8, "b")), Some(8));
+    }
+}

@@ -1,0 +1,206 @@
+//! Scale-out: with `--shards=N` (N > 1) replicas of kcm-rs share the work by namespace hash, each
+//! shard owned through a Lease of its own (`kcm-rs-shard-<i>-of-<N>`), read through Kubernetes 1.36's
+//! server-side sharded list and watch. The design and the argument that two replicas never act on
+//! one shard at once are in `docs/scale-out.md`; where to read here:
+//!
+//! * this file: the manager, one round every retry period: renew the membership Lease, list the
+//!   Leases, let every shard's elector observe its Lease, plan, act;
+//! * `plan`: the fair-share rule, pure;
+//! * `members`: the membership Leases and the live count;
+//! * `held`: one held shard, from acquisition to release or loss (`shared`: what it starts from);
+//! * `crate::fence`: the write fence in the controllers' clients;
+//! * `crate::shard_selector`: the `shardSelector` on the shard informers' requests.
+
+mod held;
+mod members;
+mod plan;
+mod shared;
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use anyhow::Context as _;
+use informer::Shard;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::{Api, api::ListParams};
+use leaderelection::{LeaderElectionConfig, LeaderElector};
+use parking_lot::Mutex;
+use serde::Serialize;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use held::Held;
+use members::{Members, member_lease_name};
+pub use shared::Shared;
+use shared::shard_lease_name;
+
+use crate::client::LEADER_ELECTION;
+
+/// What `/debug/shards` shows.
+#[derive(Debug, Default, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub identity: String,
+    pub shards: u32,
+    pub live_members: Vec<String>,
+    pub target: usize,
+    /// A live member runs with another `--shards`: nothing is acquired meanwhile.
+    pub mixed_counts: bool,
+    /// Whether the API server filters by shard (null: not known yet).
+    pub server_filters: Option<bool>,
+    pub held: Vec<HeldStatus>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldStatus {
+    pub shard: String,
+    pub lease: String,
+    pub selector: String,
+    pub since: String,
+    pub synced: bool,
+}
+
+/// Shares the work until `cancel` fires, then releases every shard and the membership Lease.
+pub async fn run(
+    shared: Arc<Shared>,
+    status: Arc<Mutex<Status>>,
+    cancel: CancellationToken,
+) -> anyhow::Result<()> {
+    let args = &shared.args;
+    let count = args.shards;
+    let client = shared.clients.client_for(LEADER_ELECTION)?;
+    let elector = |name: String| -> anyhow::Result<Arc<LeaderElector>> {
+        let mut cfg = LeaderElectionConfig::new(
+            &args.leader_elect_resource_namespace,
+            name,
+            shared.identity.clone(),
+        );
+        cfg.lease_duration = args.leader_elect_lease_duration;
+        cfg.renew_deadline = args.leader_elect_renew_deadline;
+        cfg.retry_period = args.leader_elect_retry_period;
+        cfg.release_on_cancel = true;
+        Ok(Arc::new(
+            LeaderElector::new(client.clone(), cfg).context("leader election flags")?,
+        ))
+    };
+    let member_name = member_lease_name(count, &shared.identity);
+    let member = elector(member_name.clone())?;
+    let shards: Vec<Shard> = Shard::all(count)?.collect();
+    let electors = shards
+        .iter()
+        .map(|s| elector(shard_lease_name(*s)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &args.leader_elect_resource_namespace);
+    let mut members = Members::new(member_name, count, Instant::now());
+    let mut held: BTreeMap<u32, Held> = BTreeMap::new();
+    let joined = Instant::now();
+    tracing::info!(shards = count, identity = %shared.identity, "sharing the work by namespace hash");
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            () = tokio::time::sleep(args.leader_elect_retry_period) => {}
+        }
+        if member.try_lead().await.is_none() {
+            tracing::warn!("could not renew this replica's membership Lease");
+        }
+        let list = match leases.list(&ListParams::default()).await {
+            Ok(l) => l.items,
+            Err(e) => {
+                tracing::warn!("listing the Leases: {e}");
+                continue;
+            }
+        };
+        let now = Instant::now();
+        members.observe(&list, now);
+        let mut free = Vec::new();
+        for (shard, e) in shards.iter().zip(&electors) {
+            let name = &e.config().name;
+            e.observe(list.iter().find(|l| l.metadata.name.as_ref() == Some(name)))
+                .await;
+            if !held.contains_key(&shard.index()) && !e.held_by_other().await {
+                free.push(shard.index());
+            }
+        }
+        held.retain(|_, h| !h.task.is_finished());
+        let mine: Vec<u32> = held.keys().copied().collect();
+        let view = plan::View {
+            identity: &shared.identity,
+            count,
+            live: members.live(),
+            held: &mine,
+            free: &free,
+            stable: members.stable(now, args.leader_elect_lease_duration),
+            mixed: members.mixed(),
+        };
+        // A replica that just joined waits two rounds, so that replicas started together first see
+        // each other's membership Leases instead of all taking everything.
+        let plan = if now < joined + args.leader_elect_retry_period * 2 {
+            plan::Plan::default()
+        } else {
+            plan::plan(&view)
+        };
+        if view.mixed {
+            tracing::warn!("a live member runs with another --shards; acquiring nothing");
+        }
+        for index in plan.acquire {
+            let shard = shards[index as usize];
+            if let Some(won_at) = electors[index as usize].try_lead().await {
+                held.insert(
+                    index,
+                    Held::start(shared.clone(), shard, electors[index as usize].clone(), won_at),
+                );
+            }
+        }
+        for index in plan.release {
+            if let Some(h) = held.get(&index) {
+                tracing::info!(shard = %h.shard, "releasing surplus shard");
+                h.release.cancel();
+            }
+        }
+        *status.lock() = snapshot(
+            &shared,
+            &members,
+            &held,
+            plan::target(count, view.live),
+            view.mixed,
+        );
+    }
+    tracing::info!(held = held.len(), "releasing every shard");
+    for h in held.values() {
+        h.release.cancel();
+    }
+    for (_, h) in held {
+        let _ = h.task.await;
+    }
+    member.release().await;
+    Ok(())
+}
+
+fn snapshot(
+    shared: &Shared,
+    members: &Members,
+    held: &BTreeMap<u32, Held>,
+    target: usize,
+    mixed: bool,
+) -> Status {
+    Status {
+        identity: shared.identity.clone(),
+        shards: shared.args.shards,
+        live_members: members.live_names().map(str::to_owned).collect(),
+        target,
+        mixed_counts: mixed,
+        server_filters: shared.server.filters(),
+        held: held
+            .values()
+            .map(|h| HeldStatus {
+                shard: h.shard.to_string(),
+                lease: shard_lease_name(h.shard),
+                selector: h.shard.selector(),
+                since: k8s_openapi::jiff::Timestamp::try_from(h.since)
+                    .map(|t| t.to_string())
+                    .unwrap_or_default(),
+                synced: h.synced.load(std::sync::atomic::Ordering::Relaxed),
+            })
+            .collect(),
+    }
+}
