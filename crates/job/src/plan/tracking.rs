@@ -105,7 +105,8 @@ fn in_tracking_order(plan: &SyncPlan) -> Vec<&Arc<Pod>> {
 
 /// The pod still carries the finalizer as far as this sync knows: no removal is in flight.
 fn tracked(plan: &SyncPlan, p: &Pod) -> bool {
-    has_tracking_finalizer(&p.metadata) && !plan.expected_rm_finalizers.contains(&uid(p))
+    let uid = p.metadata.uid.as_deref().unwrap_or_default();
+    has_tracking_finalizer(&p.metadata) && !plan.expected_rm_finalizers.contains(uid)
 }
 
 /// What [`record_finished`] wrote into the status.
