@@ -15,6 +15,8 @@
 #   --conformance-only only the specs tagged [Conformance]
 #   --specs FILE       the spec list (default hack/conformance/specs.txt)
 #   --build-only       build (or find) the e2e test binary and print its path
+#   --shards N         run kcm-rs sharded: $KCM_RS_REPLICAS (default 3) replicas with --shards=N on an
+#                      API server with ShardedListAndWatch on (KCM_RS_SHARDED_LIST_WATCH= for off)
 #
 # Builds upstream's e2e test binary for KUBE_VERSION once (cached in
 # ${KCM_RS_CACHE:-~/.cache/kcm-rs}/bin/e2e-<version>/), starts a local control plane per mode in its own run
@@ -141,7 +143,7 @@ build_e2e() {
   echo "$out/e2e.test"
 }
 
-mode=both focus="" kcm_rs="" implemented_only=false conformance_only=false build_only=false
+mode=both focus="" kcm_rs="" implemented_only=false conformance_only=false build_only=false shards=1
 specs=$here/conformance/specs.txt
 while (($#)); do
   case $1 in
@@ -156,7 +158,9 @@ while (($#)); do
     --implemented-only) implemented_only=true; shift ;;
     --conformance-only) conformance_only=true; shift ;;
     --build-only) build_only=true; shift ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --shards) shards=${2:-}; shift 2 ;;
+    --shards=*) shards=${1#--shards=}; shift ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
 done
@@ -197,8 +201,9 @@ python3 "$here/conformance/judge.py" select --specs "$specs" --tests "$out/all-s
   --describes "$describes" --focus "$focus" --out "$out" || die "bad spec list $specs"
 
 cluster_up=false
+kcm_rs_pids=()
 cleanup() {
-  [[ -n ${kcm_rs_pid:-} ]] && stop_kcm_rs
+  ((${#kcm_rs_pids[@]})) && stop_kcm_rs
   if $cluster_up; then "$here/cluster.sh" down >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
@@ -206,30 +211,51 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # Starts kcm-rs with the controllers it implements (own session, so it is stopped as a group) and waits
-# until every one of them has synced its caches.
+# until every one of them has synced its caches. With --shards, starts $KCM_RS_REPLICAS replicas
+# sharing the work and waits until every shard's caches synced on its holder.
 start_kcm_rs() {
-  local port; port=$(free_port)
   local controllers; controllers=$(tr ' ' ',' <<<"$KCM_RS_CONTROLLERS" | sed 's/,*$//')
-  log "starting $kcm_rs --controllers=$controllers"
-  setsid env RUST_LOG="${KCM_RS_LOG:-info}" NO_COLOR=1 "$kcm_rs" --kubeconfig="$run/kubeconfig" \
-    --controllers="$controllers" --bind-address=127.0.0.1 --secure-port="$port" \
-    --kube-api-qps=100 --kube-api-burst=200 --leader-elect=false >"$run/logs/kcm-rs.log" 2>&1 </dev/null &
-  kcm_rs_pid=$!
-  local want; want=$(wc -w <<<"$KCM_RS_CONTROLLERS") deadline=$((SECONDS + 60))
-  until (($(grep -c 'caches synced' "$run/logs/kcm-rs.log" 2>/dev/null || true) >= want)); do
-    kill -0 "$kcm_rs_pid" 2>/dev/null || { tail -n 30 "$run/logs/kcm-rs.log" >&2; die "kcm-rs exited at start"; }
-    ((SECONDS < deadline)) || { tail -n 30 "$run/logs/kcm-rs.log" >&2; die "kcm-rs did not sync its caches within 60s"; }
+  local replicas=1 want; want=$(wc -w <<<"$KCM_RS_CONTROLLERS")
+  local -a extra=(--leader-elect=false) logs=()
+  local ready='caches synced'
+  if ((shards > 1)); then
+    replicas=${KCM_RS_REPLICAS:-3} want=$shards ready='writes open'
+    extra=(--leader-elect=true "--shards=$shards")
+  fi
+  log "starting $replicas x $kcm_rs --controllers=$controllers ${extra[*]}"
+  local i
+  for ((i = 0; i < replicas; i++)); do
+    local name=kcm-rs; ((i > 0)) && name=kcm-rs-$i
+    logs+=("$run/logs/$name.log")
+    setsid env RUST_LOG="${KCM_RS_LOG:-info}" NO_COLOR=1 "$kcm_rs" --kubeconfig="$run/kubeconfig" \
+      --controllers="$controllers" --bind-address=127.0.0.1 --secure-port="$(free_port)" \
+      --kube-api-qps=100 --kube-api-burst=200 "${extra[@]}" >"$run/logs/$name.log" 2>&1 </dev/null &
+    kcm_rs_pids+=($!)
+  done
+  local deadline=$((SECONDS + 90))
+  until (($(cat "${logs[@]}" 2>/dev/null | grep -c "$ready" || true) >= want)); do
+    for i in "${!kcm_rs_pids[@]}"; do
+      kill -0 "${kcm_rs_pids[$i]}" 2>/dev/null || { tail -n 30 "${logs[$i]}" >&2; die "kcm-rs exited at start"; }
+    done
+    ((SECONDS < deadline)) || { tail -n 30 "${logs[0]}" >&2; die "kcm-rs did not sync its caches within 90s"; }
     sleep 0.25
   done
 }
 
+kcm_rs_alive() {
+  local p
+  for p in "${kcm_rs_pids[@]}"; do kill -0 "$p" 2>/dev/null || return 1; done
+}
+
 stop_kcm_rs() {
-  kill -TERM -- "-$kcm_rs_pid" 2>/dev/null || true
-  local i
-  for ((i = 0; i < 160; i++)); do kill -0 "$kcm_rs_pid" 2>/dev/null || break; sleep 0.25; done
-  kill -KILL -- "-$kcm_rs_pid" 2>/dev/null || true
-  wait "$kcm_rs_pid" 2>/dev/null || true
-  kcm_rs_pid=""
+  local p i
+  for p in "${kcm_rs_pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done
+  for p in "${kcm_rs_pids[@]}"; do
+    for ((i = 0; i < 160; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
+    kill -KILL -- "-$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  kcm_rs_pids=()
 }
 
 # run_specs NAME: runs the selected specs against the cluster, ginkgo's JSON report to $out/NAME.json.
@@ -252,7 +278,9 @@ run_specs() {
 mode_run() {
   local name=$1
   if [[ $name == kcm-rs ]]; then
-    KCM_RS_REPLACED_CONTROLLERS=$KCM_RS_CONTROLLERS "$here/cluster.sh" up --mode replace
+    local gate=()
+    ((shards > 1)) && [[ ${KCM_RS_SHARDED_LIST_WATCH-1} == 1 ]] && gate=(--sharded-list-watch)
+    KCM_RS_REPLACED_CONTROLLERS=$KCM_RS_CONTROLLERS "$here/cluster.sh" up --mode replace "${gate[@]}"
   else
     "$here/cluster.sh" up --mode reference
   fi
@@ -260,7 +288,7 @@ mode_run() {
   [[ $name == kcm-rs ]] && start_kcm_rs
   run_specs "$name"
   if [[ $name == kcm-rs ]]; then
-    kill -0 "$kcm_rs_pid" 2>/dev/null \
+    kcm_rs_alive \
       || log "WARNING: kcm-rs exited during the run (its log: $out/logs-kcm-rs/kcm-rs.log)"
     stop_kcm_rs
   fi

@@ -147,7 +147,10 @@ cluster_start() {
   $cluster_up && return 0
   # The remains of an interrupted run in this lane's directory (the lock says no live run owns it).
   "$here/cluster.sh" down >/dev/null 2>&1 3>&- 9>&- || true
-  "$here/cluster.sh" up --mode reference 3>&- 9>&- || return 1
+  # Sharded differential runs (KCM_RS_E2E_SHARDS > 1) get an API server that shards list and watch.
+  local gate=()
+  ((${KCM_RS_E2E_SHARDS:-1} > 1)) && gate=(--sharded-list-watch)
+  "$here/cluster.sh" up --mode reference "${gate[@]}" 3>&- 9>&- || return 1
   cluster_up=true
 }
 

@@ -136,14 +136,16 @@ where
     cluster.hack(&["mode", "reference"]);
     let upstream = run("upstream").await;
     let mode = ModeGuard::enter(cluster, Mode::Replace);
-    let kcm_rs = KcmRs::spawn(cluster, suite, kcm_rs_args, kubeconfig);
-    kcm_rs
-        .wait_log("caches synced", std::time::Duration::from_secs(60))
-        .await;
+    let replicas = crate::kcm_rs::spawn_replicas(cluster, suite, kcm_rs_args, kubeconfig).await;
     let ours = run("kcm-rs").await;
-    let log_tail = kcm_rs.log_tail();
-    let panics = crate::soak::panics(&kcm_rs);
-    let exit = kcm_rs.stop();
+    let log_tail = replicas
+        .iter()
+        .map(KcmRs::log_tail)
+        .collect::<Vec<_>>()
+        .join("\n---\n");
+    let panics = replicas.iter().flat_map(crate::soak::panics).collect();
+    let exits: Vec<_> = replicas.into_iter().map(KcmRs::stop).collect();
+    let exit = exits.iter().find(|e| !e.success()).copied().unwrap_or(exits[0]);
     drop(mode);
     UnderBoth {
         upstream,

@@ -11,6 +11,61 @@ use crate::{Cluster, wait_for};
 /// The log line kcm-rs prints once a controller's caches have synced.
 const READY_LINE: &str = "caches synced";
 
+/// With `KCM_RS_E2E_SHARDS=N` (N > 1) the differential and conformance-style suites run kcm-rs
+/// sharded: `KCM_RS_E2E_REPLICAS` replicas (default 3) with `--shards=N`.
+const SHARDS_ENV: &str = "KCM_RS_E2E_SHARDS";
+const REPLICAS_ENV: &str = "KCM_RS_E2E_REPLICAS";
+/// The log line of a sharded replica once a held shard's caches synced.
+const SHARD_READY_LINE: &str = "shard's caches synced; writes open";
+
+/// Starts kcm-rs as [`KcmRs::spawn`] does and waits until it is ready: one process, or the sharded
+/// replicas `KCM_RS_E2E_SHARDS` asks for, until every shard synced on its holder.
+pub async fn spawn_replicas(
+    cluster: &Cluster,
+    name: &str,
+    args: &[&str],
+    kubeconfig: Option<PathBuf>,
+) -> Vec<KcmRs> {
+    let shards: usize = std::env::var(SHARDS_ENV)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    if shards <= 1 {
+        let one = KcmRs::spawn(cluster, name, args, kubeconfig);
+        one.wait_log(READY_LINE, Duration::from_secs(60)).await;
+        return vec![one];
+    }
+    let replicas: usize = std::env::var(REPLICAS_ENV)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let shards_arg = format!("--shards={shards}");
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--leader-elect=true", shards_arg.as_str()]);
+    let started: Vec<KcmRs> = (0..replicas)
+        .map(|i| KcmRs::spawn(cluster, &format!("{name}-{i}"), &all, kubeconfig.clone()))
+        .collect();
+    wait_for(
+        &format!("{shards} shards synced over {replicas} replicas"),
+        Duration::from_secs(90),
+        || {
+            let synced: usize = started
+                .iter()
+                .map(|r| r.log_text().matches(SHARD_READY_LINE).count())
+                .sum();
+            async move {
+                if synced >= shards {
+                    Ok(())
+                } else {
+                    Err(format!("{synced} synced"))
+                }
+            }
+        },
+    )
+    .await;
+    started
+}
+
 /// A running kcm-rs. Stopped with SIGTERM (and waited for) when dropped.
 #[derive(Debug)]
 pub struct KcmRs {

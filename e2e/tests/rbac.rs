@@ -2,8 +2,8 @@
 //! shipped ClusterRole (and the leader-election Role), with all three controllers, passes the
 //! ReplicaSet differential suite and a Deployment and Job sample of theirs (each write kind: creates,
 //! scaling, rollback, status, pod finalizers, the owner references a Job's and a Deployment's
-//! children carry) on the RBAC-enforcing control plane; the shipped Deployment manifest passes
-//! server-side validation.
+//! children carry) on the RBAC-enforcing control plane; the shipped manifests (`deployment.yaml`,
+//! the sharded `sharded.yaml`) pass server-side validation.
 
 use kcm_rs_e2e::{
     Cluster, deployment_scenarios, differential::run_differential_as, job_scenarios, replicaset_scenarios,
@@ -47,11 +47,10 @@ async fn disruptive_all_three_controllers_pass_scenarios_with_the_shipped_cluste
     scenarios.extend(sample);
     run_differential_as(&cluster, "rbac", &args, Some(kubeconfig), &scenarios).await;
 
-    let deployment = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/deployment.yaml");
-    cluster.kubectl(&[
-        "apply",
-        "--dry-run=server",
-        "-f",
-        &deployment.display().to_string(),
-    ]);
+    for manifest in ["deployment.yaml", "sharded.yaml"] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../deploy")
+            .join(manifest);
+        cluster.kubectl(&["apply", "--dry-run=server", "-f", &path.display().to_string()]);
+    }
 }

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""kcm-rs sharing the work (`--shards`), measured per replica over idle pods spread across namespaces,
+beside one upstream kube-controller-manager running the same three controllers over the same pods.
+hack/bench-sharded.sh brings up the control plane (ShardedListAndWatch on unless told otherwise) and
+calls this.
+
+For each replica count R: R kcm-rs processes with `--shards=N` start together; the run waits until
+every shard's caches synced on its holder, lets them idle, then reads each replica's peak RSS
+(VmHWM), CPU seconds since start and the watch events its reflectors received (from its /metrics).
+With the largest R it then kills one replica with -9 and times how long until every shard it held
+has synced on another replica (failover, read from the survivors' logs).
+"""
+import argparse
+import datetime
+import os
+import re
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+from api import Api, api_ok, free_port, log, ns_path, wait_until
+from measure import TICKS, Cluster
+
+SYNCED = "shard's caches synced; writes open"
+CONTROLLERS = "replicaset-controller,deployment-controller,job-controller"
+#: How long the processes idle after syncing before they are read.
+IDLE_S = 20
+
+
+class Process:
+    """One controller process on the bench user's kubeconfig, its endpoints on a free port."""
+
+    def __init__(self, cluster, argv, tag):
+        self.port = free_port()
+        self.log_path = f"{cluster.run_dir}/logs/sharded-{tag}.log"
+        self.log = open(self.log_path, "w")
+        argv = argv + [f"--kubeconfig={cluster.run_dir}/kubeconfig-bench", "--bind-address=127.0.0.1",
+                       f"--secure-port={self.port}",
+                       "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+                       f"--controllers={CONTROLLERS}", "--kube-api-qps=100", "--kube-api-burst=200"]
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
+        self.started = time.monotonic()
+
+    def text(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def cpu(self):
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICKS
+
+    def peak_mib(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    def metric_sum(self, name):
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        with urllib.request.urlopen(f"https://127.0.0.1:{self.port}/metrics", timeout=5, context=ctx) as r:
+            body = r.read().decode()
+        return sum(float(m) for m in re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$", body, re.M))
+
+    def stop(self, sig=signal.SIGTERM):
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(45)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+def idle_pods(api, namespaces, per_ns):
+    """Bare pods in each namespace; returns when all exist (the scheduler and KWOK settle meanwhile)."""
+    def make(args):
+        ns, i = args
+        api.post(ns_path(ns, "", "pods"), {"metadata": {"name": f"idle-{i}", "labels": {"app": "idle"}},
+                                           "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+    for ns in namespaces:
+        api.post("/api/v1/namespaces", {"metadata": {"name": ns}})
+    with ThreadPoolExecutor(16) as ex:
+        list(ex.map(make, [(ns, i) for ns in namespaces for i in range(per_ns)]))
+    time.sleep(30)
+
+
+def synced_shards(procs):
+    return sum(p.text().count(SYNCED) for p in procs)
+
+
+def sharded_run(cluster, replicas, shards):
+    argv = [cluster.kcm_rs, "--leader-elect=true", f"--shards={shards}", "--v=1"]
+    t0 = time.monotonic()
+    procs = [Process(cluster, argv, f"r{replicas}-{i}") for i in range(replicas)]
+    wait_until(f"{shards} shards synced over {replicas} replicas", lambda: synced_shards(procs) >= shards, 300)
+    synced_after = time.monotonic() - t0
+    time.sleep(IDLE_S)
+    rows = [(p.peak_mib(), p.cpu(), p.metric_sum("kcm_rs_reflector_watch_events_total"), held(p)) for p in procs]
+    return procs, synced_after, rows
+
+
+def held(p):
+    text = p.text()
+    return text.count("holding shard") - text.count("released shard")
+
+
+def failover(procs):
+    """kill -9 of the first replica: seconds until every shard it held synced elsewhere."""
+    victim, others = procs[0], procs[1:]
+    lost = held(victim)
+    before = synced_shards(others)
+    t0 = time.monotonic()
+    victim.stop(signal.SIGKILL)
+    wait_until("the killed replica's shards synced elsewhere", lambda: synced_shards(others) >= before + lost, 300)
+    return lost, time.monotonic() - t0
+
+
+def upstream_run(cluster):
+    argv = [f"{cluster.kube_bin}/kube-controller-manager", "--leader-elect=false"]
+    p = Process(cluster, argv, "upstream")
+    time.sleep(15 + IDLE_S)  # KCM's informers sync within seconds; it has no per-shard log line
+    row = (p.peak_mib(), p.cpu())
+    p.stop()
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pods", type=int, default=20000)
+    ap.add_argument("--namespaces", type=int, default=40)
+    ap.add_argument("--shards", type=int, default=12)
+    ap.add_argument("--replicas", default="1,2,4")
+    ap.add_argument("--out", metavar="FILE")
+    args = ap.parse_args()
+    cluster = Cluster.from_env()
+    port = free_port()
+    proxy = subprocess.Popen([f"{cluster.kube_bin}/kubectl", f"--kubeconfig={cluster.run_dir}/kubeconfig", "proxy",
+                              f"--port={port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    api = Api(port)
+    lines = []
+    try:
+        wait_until("kubectl proxy", lambda: api_ok(api, "/api/v1/namespaces/default"), 30)
+        namespaces = [f"idle-{i}" for i in range(args.namespaces)]
+        log(f"creating {args.pods} idle pods in {args.namespaces} namespaces")
+        idle_pods(api, namespaces, args.pods // args.namespaces)
+        gate = os.environ.get("KCM_RS_SHARDED_LIST_WATCH") == "1"
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        lines += [f"# Sharded kcm-rs over idle pods ({datetime.date.today()})", "",
+                  f"kcm-rs {commit} (profile {cluster.profile or 'release'}); {args.pods} idle pods in "
+                  f"{args.namespaces} namespaces; `--shards={args.shards}`; ShardedListAndWatch "
+                  f"{'on' if gate else 'off'}; {os.cpu_count()} cores; each process read {IDLE_S} s after "
+                  "its shards synced. Command: `hack/bench-sharded.sh " + " ".join(sys.argv[1:]) + "`", ""]
+        up_rss, up_cpu = upstream_run(cluster)
+        log(f"upstream: {up_rss:.0f} MiB, {up_cpu:.1f} s CPU")
+        lines += ["| replicas | all shards synced after | per replica: shards, peak RSS MiB, CPU s, watch events |",
+                  "| --- | --- | --- |",
+                  f"| upstream KCM (1, unsharded) | | peak RSS {up_rss:.0f} MiB, CPU {up_cpu:.1f} s |"]
+        counts = [int(r) for r in args.replicas.split(",")]
+        for r in counts:
+            procs, synced_after, rows = sharded_run(cluster, r, args.shards)
+            cells = "; ".join(f"{n}, {rss:.0f}, {cpu:.1f}, {ev:.0f}" for rss, cpu, ev, n in rows)
+            lines.append(f"| {r} | {synced_after:.1f} s | {cells} |")
+            log(lines[-1])
+            if r == counts[-1] and r > 1:
+                lost, secs = failover(procs)
+                lines += ["", f"Failover with {r} replicas: kill -9 of one holding {lost} shards; every one of "
+                          f"them synced on another replica {secs:.1f} s later (lease duration 15 s)."]
+                log(lines[-1])
+                procs = procs[1:]
+            for p in procs:
+                p.stop()
+            time.sleep(5)
+    finally:
+        proxy.terminate()
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+        with open(args.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
