@@ -20,8 +20,13 @@
 #
 # Not part of `make test` (`make bench-e2e`; CI runs `--scale tiny` once to see it start). The API
 # server writes an audit log of the measured process's requests (KCM_RS_AUDIT=1, user `bench`).
+#
+# `--runner sharded` (first argument; hack/bench-sharded.sh) runs hack/bench/sharded.py instead of
+# hack/bench/run.py on the same control plane set-up.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+runner=run
+if [[ ${1:-} == --runner ]]; then runner=$2; shift 2; fi
 cd "$here/.."
 cargo=${CARGO:-cargo}
 export KCM_RS_RUN_DIR=${KCM_RS_RUN_DIR:-/tmp/kcm-rs-bench}
@@ -35,4 +40,4 @@ trap 'rm -rf "$logs"; cp -r "$KCM_RS_RUN_DIR/logs" "$logs" 2>/dev/null; "$here/c
 "$here/cluster.sh" up --mode replace
 eval "$("$here/cluster.sh" env)"
 set -a; source "$KCM_RS_RUN_DIR/cluster.env"; set +a
-KCM_RS_PROFILE=$profile KCM_RS_BINARY=target/$profile/kcm-rs python3 "$here/bench/run.py" "$@"
+KCM_RS_PROFILE=$profile KCM_RS_BINARY=target/$profile/kcm-rs python3 "$here/bench/$runner.py" "$@"
