@@ -52,18 +52,49 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     cluster.hack(&["sharding", gate]);
     cluster.hack(&["mode", "replace"]);
     let tag = format!("shard-{gate}-{}", std::process::id());
+    // Namespaces end with the tag (see `names`); the recorder keys on it.
     let args = ["--leader-elect=true", "--shards=12"];
     let spawn = |i: usize| KcmRs::spawn(&cluster, &format!("{tag}-{i}"), &args, None);
     let mut replicas: Vec<KcmRs> = (0..3).map(spawn).collect();
     spread(&cluster, 3).await;
 
-    let names: Vec<String> = (0..NAMESPACES).map(|i| format!("{tag}-{i}")).collect();
+    // The number first: FNV-1a's top bits barely move with a name's last characters, so names that
+    // differ only at the end would all hash into one or two shards (docs/scale-out.md, section 5).
+    let names: Vec<String> = (0..NAMESPACES).map(|i| format!("{i}-{tag}")).collect();
+    let covered: HashSet<u32> = names
+        .iter()
+        .map(|ns| informer::Shard::of_namespace(ns, 12).unwrap().index())
+        .collect();
+    assert!(
+        covered.len() >= 9,
+        "40 namespaces cover {} of the 12 shards",
+        covered.len()
+    );
     let seen = Arc::new(Mutex::new(HashMap::<String, HashSet<String>>::new()));
     let (pods, stop_pods) = pod_recorder(&cluster, &tag, seen.clone()).await;
     join_all(names.iter().map(|ns| create_workloads(&cluster, ns))).await;
 
     // Scale up everywhere, and kill -9 a replica in the middle of it.
     join_all(names.iter().map(|ns| scale(&cluster, ns))).await;
+    let (_, body) = replicas[0].http_get("/debug/shards");
+    let victim: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let victims_shards: Vec<String> = victim["held"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["shard"].as_str().unwrap().to_owned())
+        .collect();
+    let victims_namespaces = names
+        .iter()
+        .filter(|ns| {
+            let shard = informer::Shard::of_namespace(ns, 12).unwrap().to_string();
+            victims_shards.contains(&shard)
+        })
+        .count();
+    assert!(
+        victims_namespaces > 0,
+        "the replica killed holds some of the namespaces: {victims_shards:?}"
+    );
     let t = tokio::time::Instant::now();
     replicas.remove(0).kill();
     spread(&cluster, 2).await; // its shards taken over once their Leases expire
@@ -177,11 +208,11 @@ async fn pod_recorder(
 ) -> (informer::SharedInformer<Pod>, tokio_util::sync::CancellationToken) {
     let factory = informer::SharedInformerFactory::new(cluster.client.clone());
     let pods = factory.namespaced::<Pod>(informer::InformerOptions::default());
-    let prefix = format!("{tag}-");
+    let suffix = format!("-{tag}");
     let _registration = pods.add_event_handler(
         informer::HandlerFns::new().on_add(move |p: &Arc<Pod>, _| {
             let ns = p.namespace().unwrap_or_default();
-            if ns.starts_with(&prefix) {
+            if ns.ends_with(&suffix) {
                 seen.lock()
                     .entry(ns)
                     .or_default()

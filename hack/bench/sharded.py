@@ -6,14 +6,14 @@ calls this.
 
 For each replica count R: R kcm-rs processes with `--shards=N` start together; the run waits until
 every shard's caches synced on its holder, lets them idle, then reads each replica's peak RSS
-(VmHWM), CPU seconds since start and the watch events its reflectors received (from its /metrics).
+(VmHWM), CPU seconds since start and the idle pods in the shards it holds (from its /debug/shards).
 With the largest R it then kills one replica with -9 and times how long until every shard it held
 has synced on another replica (failover, read from the survivors' logs).
 """
 import argparse
 import datetime
 import os
-import re
+import json
 import signal
 import ssl
 import subprocess
@@ -40,7 +40,7 @@ class Process:
         self.log = open(self.log_path, "w")
         argv = argv + [f"--kubeconfig={cluster.run_dir}/kubeconfig-bench", "--bind-address=127.0.0.1",
                        f"--secure-port={self.port}",
-                       "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+                       "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/shards",
                        f"--controllers={CONTROLLERS}", "--kube-api-qps=100", "--kube-api-burst=200"]
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
         self.started = time.monotonic()
@@ -61,12 +61,13 @@ class Process:
                     return int(line.split()[1]) / 1024
         return 0.0
 
-    def metric_sum(self, name):
+    def held_shards(self):
+        """The indexes of the shards /debug/shards says this replica holds."""
         ctx = ssl.create_default_context()
         ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-        with urllib.request.urlopen(f"https://127.0.0.1:{self.port}/metrics", timeout=5, context=ctx) as r:
-            body = r.read().decode()
-        return sum(float(m) for m in re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$", body, re.M))
+        with urllib.request.urlopen(f"https://127.0.0.1:{self.port}/debug/shards", timeout=5, context=ctx) as r:
+            status = json.loads(r.read())
+        return {int(h["shard"].split("-")[0]) for h in status["held"]}
 
     def stop(self, sig=signal.SIGTERM):
         self.proc.send_signal(sig)
@@ -90,18 +91,39 @@ def idle_pods(api, namespaces, per_ns):
     time.sleep(30)
 
 
+def fnv1a64(text):
+    """The API server's shard hash (Go's hash/fnv New64a)."""
+    h = 0xCBF29CE484222325
+    for b in text.encode():
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def shard_of(ns, shards):
+    """The shard of namespace `ns` among `shards`: the i with floor(i*2^64/N) <= hash < floor((i+1)*2^64/N)."""
+    h, i = fnv1a64(ns), (fnv1a64(ns) * shards) >> 64
+    while i + 1 < shards and h >= ((i + 1) << 64) // shards:
+        i += 1
+    while h < (i << 64) // shards:
+        i -= 1
+    return i
+
+
 def synced_shards(procs):
     return sum(p.text().count(SYNCED) for p in procs)
 
 
-def sharded_run(cluster, replicas, shards):
+def sharded_run(cluster, replicas, shards, pods_by_shard):
     argv = [cluster.kcm_rs, "--leader-elect=true", f"--shards={shards}", "--v=1"]
     t0 = time.monotonic()
     procs = [Process(cluster, argv, f"r{replicas}-{i}") for i in range(replicas)]
     wait_until(f"{shards} shards synced over {replicas} replicas", lambda: synced_shards(procs) >= shards, 300)
     synced_after = time.monotonic() - t0
     time.sleep(IDLE_S)
-    rows = [(p.peak_mib(), p.cpu(), p.metric_sum("kcm_rs_reflector_watch_events_total"), held(p)) for p in procs]
+    rows = []
+    for p in procs:
+        mine = p.held_shards()
+        rows.append((p.peak_mib(), p.cpu(), sum(pods_by_shard.get(i, 0) for i in mine), len(mine)))
     return procs, synced_after, rows
 
 
@@ -146,7 +168,9 @@ def main():
     lines = []
     try:
         wait_until("kubectl proxy", lambda: api_ok(api, "/api/v1/namespaces/default"), 30)
-        namespaces = [f"idle-{i}" for i in range(args.namespaces)]
+        # The number first: FNV-1a's top bits barely move with a name's last characters, so
+        # idle-0 ... idle-39 would all land in two of twelve shards (docs/scale-out.md, section 5).
+        namespaces = [f"{i}-idle" for i in range(args.namespaces)]
         log(f"creating {args.pods} idle pods in {args.namespaces} namespaces")
         idle_pods(api, namespaces, args.pods // args.namespaces)
         gate = os.environ.get("KCM_RS_SHARDED_LIST_WATCH") == "1"
@@ -158,13 +182,18 @@ def main():
                   "its shards synced. Command: `hack/bench-sharded.sh " + " ".join(sys.argv[1:]) + "`", ""]
         up_rss, up_cpu = upstream_run(cluster)
         log(f"upstream: {up_rss:.0f} MiB, {up_cpu:.1f} s CPU")
-        lines += ["| replicas | all shards synced after | per replica: shards, peak RSS MiB, CPU s, watch events |",
+        per_ns = args.pods // args.namespaces
+        pods_by_shard = {}
+        for ns in namespaces:
+            pods_by_shard[shard_of(ns, args.shards)] = pods_by_shard.get(shard_of(ns, args.shards), 0) + per_ns
+        lines += [f"Pods per shard: {dict(sorted(pods_by_shard.items()))}.", "",
+                  "| replicas | all shards synced after | per replica: shards, idle pods in them, peak RSS MiB, CPU s |",
                   "| --- | --- | --- |",
                   f"| upstream KCM (1, unsharded) | | peak RSS {up_rss:.0f} MiB, CPU {up_cpu:.1f} s |"]
         counts = [int(r) for r in args.replicas.split(",")]
         for r in counts:
-            procs, synced_after, rows = sharded_run(cluster, r, args.shards)
-            cells = "; ".join(f"{n}, {rss:.0f}, {cpu:.1f}, {ev:.0f}" for rss, cpu, ev, n in rows)
+            procs, synced_after, rows = sharded_run(cluster, r, args.shards, pods_by_shard)
+            cells = "; ".join(f"{n}, {pods}, {rss:.0f}, {cpu:.1f}" for rss, cpu, pods, n in rows)
             lines.append(f"| {r} | {synced_after:.1f} s | {cells} |")
             log(lines[-1])
             if r == counts[-1] and r > 1:
