@@ -20,7 +20,7 @@ use k8s_openapi::api::{
     core::v1::{Namespace, Pod},
 };
 use kcm_rs_e2e::{
-    Cluster, KcmRs, deployment_scenarios::deployment_manifest, job_scenarios::job_manifest,
+    Cluster, KcmRs, Mode, ModeGuard, deployment_scenarios::deployment_manifest, job_scenarios::job_manifest,
     replicaset_scenarios::rs_manifest, wait_for,
 };
 use kube::{
@@ -49,8 +49,8 @@ async fn disruptive_sharded_replicas_filtering_on_their_side() {
 
 async fn share_the_work(gate: &str, server_filters: bool) {
     let cluster = Cluster::connect().await;
-    cluster.hack(&["sharding", gate]);
-    cluster.hack(&["mode", "replace"]);
+    let _gate = GateGuard::set(&cluster, gate);
+    let _mode = ModeGuard::enter(&cluster, Mode::Replace);
     let tag = format!("shard-{gate}-{}", std::process::id());
     // Namespaces end with the tag (see `names`); the recorder keys on it.
     let args = ["--leader-elect=true", "--shards=12"];
@@ -159,8 +159,25 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     for ns in &names {
         let _ = namespaces.delete(ns, &DeleteParams::default()).await;
     }
-    cluster.hack(&["sharding", "off"]);
-    cluster.hack(&["mode", "reference"]);
+}
+
+/// `hack/cluster.sh sharding <gate>` now, `sharding off` when dropped, also when the test fails, so
+/// the suites after it in the lane find the API server as it was started.
+struct GateGuard(Cluster);
+
+impl GateGuard {
+    fn set(cluster: &Cluster, gate: &str) -> Self {
+        cluster.hack(&["sharding", gate]);
+        GateGuard(cluster.clone())
+    }
+}
+
+impl Drop for GateGuard {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.try_hack(&["sharding", "off"]) {
+            eprintln!("warning: restoring the API server without ShardedListAndWatch: {e}");
+        }
+    }
 }
 
 /// Waits until the shard Leases are held by exactly `holders` replicas, evenly (12 over 3: 4 each,

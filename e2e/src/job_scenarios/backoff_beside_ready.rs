@@ -103,10 +103,21 @@ async fn fail_one_beside_a_ready_one(
         p.iter().filter(|p| phase(p) == "Running").count() == 2
     })
     .await;
-    wait_job(&ns, "job", "two active and ready again", |j| {
-        let s = j.status.clone().unwrap_or_default();
-        s.active == Some(2) && s.ready == Some(2)
-    })
+    // And the failed pod counted: under load one controller may still list it as uncounted when
+    // the other has moved it to `failed` (both end there).
+    wait_job(
+        &ns,
+        "job",
+        "two active and ready again, the failure counted",
+        |j| {
+            let s = j.status.clone().unwrap_or_default();
+            let uncounted = s
+                .uncounted_terminated_pods
+                .as_ref()
+                .is_some_and(|u| u.failed.iter().chain(&u.succeeded).flatten().next().is_some());
+            s.active == Some(2) && s.ready == Some(2) && s.failed == Some(1) && !uncounted
+        },
+    )
     .await;
     o.extend(outcome(&ns, "job").await);
     o
