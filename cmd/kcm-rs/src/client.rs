@@ -30,6 +30,7 @@ use kube::{
 use tower::{Layer, Service};
 
 use crate::{
+    edit::{Edit, Edited},
     fence::{FenceLayer, Fenced, WriteFence},
     flags::Args,
     guard::{Guard, Guarded},
@@ -258,8 +259,8 @@ impl<S> Layer<S> for ClientLayers {
             guard: ReadOnlyGuard {
                 enabled: self.read_only,
             },
-            inner: UserAgent {
-                value: self.user_agent.clone(),
+            inner: Edited {
+                edit: SetUserAgent(self.user_agent.clone()),
                 inner: Qps {
                     inner: self.fence.layer(inner),
                     limiter: self.limiter.clone(),
@@ -272,27 +273,15 @@ impl<S> Layer<S> for ClientLayers {
 }
 
 /// Sets the User-Agent header of every request.
-#[derive(Debug)]
-pub struct UserAgent<S> {
-    value: HeaderValue,
-    inner: S,
-}
+#[derive(Debug, Clone)]
+pub struct SetUserAgent(HeaderValue);
 
-impl<S, B> Service<Request<B>> for UserAgent<S>
-where
-    S: Service<Request<B>>,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = S::Future;
+/// A client whose requests carry [`SetUserAgent`]'s header.
+pub type UserAgent<S> = Edited<S, SetUserAgent>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
-        req.headers_mut().insert(USER_AGENT, self.value.clone());
-        self.inner.call(req)
+impl Edit for SetUserAgent {
+    fn edit<B>(&self, req: &mut Request<B>) {
+        req.headers_mut().insert(USER_AGENT, self.0.clone());
     }
 }
 

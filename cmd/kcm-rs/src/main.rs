@@ -16,6 +16,7 @@
 mod client;
 mod controllers;
 mod duration;
+mod edit;
 mod fence;
 mod flags;
 mod guard;

@@ -3,10 +3,10 @@
 //! (that client sends nothing else). An API server without the `ShardedListAndWatch` gate ignores
 //! it; the informers filter on their side anyway (`informer::ShardFiltered`).
 
-use std::task::{Context, Poll};
-
 use http::{Method, Request, Uri};
-use tower::{Layer, Service};
+use tower::Layer;
+
+use crate::edit::{Edit, Edited};
 
 /// The query parameter (apimachinery `ListOptions.ShardSelector`).
 const PARAM: &str = "shardSelector";
@@ -27,40 +27,22 @@ impl SelectorLayer {
 }
 
 impl<S> Layer<S> for SelectorLayer {
-    type Service = WithSelector<S>;
+    type Service = Edited<S, SelectorLayer>;
     fn layer(&self, inner: S) -> Self::Service {
-        WithSelector {
-            pair: self.pair.clone(),
+        Edited {
+            edit: self.clone(),
             inner,
         }
     }
 }
 
-#[derive(Debug)]
-pub struct WithSelector<S> {
-    pair: String,
-    inner: S,
-}
-
-impl<S, B> Service<Request<B>> for WithSelector<S>
-where
-    S: Service<Request<B>>,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = S::Future;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+impl Edit for SelectorLayer {
+    fn edit<B>(&self, req: &mut Request<B>) {
         if req.method() == Method::GET
             && let Some(uri) = with_pair(req.uri(), &self.pair)
         {
             *req.uri_mut() = uri;
         }
-        self.inner.call(req)
     }
 }
 

@@ -396,8 +396,9 @@ impl Observed {
     }
 }
 
-/// The record's `leaseDurationSeconds`; none or negative is zero.
-fn duration_of(record: &LeaseSpec) -> Duration {
+/// The record's `leaseDurationSeconds`; none or negative is zero. Every expiry judged by the
+/// elector's rule (a membership list too) reads it from here.
+pub fn duration_of(record: &LeaseSpec) -> Duration {
     Duration::from_secs(u64::try_from(record.lease_duration_seconds.unwrap_or(0)).unwrap_or(0))
 }
 

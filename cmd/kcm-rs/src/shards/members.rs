@@ -121,8 +121,7 @@ impl Members {
 
 fn is_live(s: &Seen, now: Instant) -> bool {
     let holder = s.record.holder_identity.as_deref().unwrap_or_default();
-    let secs = u64::try_from(s.record.lease_duration_seconds.unwrap_or(0)).unwrap_or(0);
-    !holder.is_empty() && now < s.changed_at + Duration::from_secs(secs)
+    !holder.is_empty() && now < s.changed_at + leaderelection::duration_of(&s.record)
 }
 
 #[cfg(test)]
