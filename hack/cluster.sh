@@ -4,7 +4,8 @@
 #
 # Usage: hack/cluster.sh up [--mode reference|replace] [--sharded-list-watch] | down | status | env | logs [component]
 #                        | restart <component> [--kill] | compact | mode reference|replace
-#                        | sharding on|off   (kube-apiserver restarted with/without ShardedListAndWatch)
+#                        | sharding on|off [--audit-writes]   (kube-apiserver restarted with/without
+#                          ShardedListAndWatch; --audit-writes: and logging the admin user's writes)
 #
 #   --mode reference  upstream kube-controller-manager runs every controller (the behaviour to compare with)
 #   --mode replace    upstream KCM runs without the deployment, replicaset and job controllers (or
@@ -389,25 +390,56 @@ cmd_mode() {
   log "upstream kube-controller-manager now in $mode mode"
 }
 
-# Compacts etcd at its current revision through its gRPC gateway, so that every older resourceVersion
-# is gone from etcd (the apiserver answers 410 Gone for it once its watch cache no longer has it).
-# Restarts kube-apiserver with (on) or without (off) the ShardedListAndWatch feature gate.
+# Restarts kube-apiserver with (on) or without (off) the ShardedListAndWatch feature gate. With
+# --audit-writes it also logs every write of the admin user (what kcm-rs, the tests and kwok use; the
+# User-Agent tells them apart) to logs/audit-writes.log, Lease writes in kube-system with their
+# request body: the sharding e2e checks from it that no two replicas wrote to one shard in one
+# Lease term. Without it, such logging from an earlier restart is dropped again.
 cmd_sharding() {
-  local want=${1:-}
+  local want=${1:-} audit=${2:-}
   [[ $want == on || $want == off ]] || die "sharding must be on or off, not '$want'"
+  [[ -z $audit || $audit == --audit-writes ]] || die "unknown option '$audit' (--audit-writes)"
   load_env
   local -a argv kept=(); eval "argv=($(cat "$run/cmd/kube-apiserver"))"
-  local a
+  local policy=$run/pki/audit-writes.yaml a ours=
+  for a in "${argv[@]}"; do [[ $a == --audit-policy-file="$policy" ]] && ours=1; done
   for a in "${argv[@]}"; do
-    [[ $a == --feature-gates=ShardedListAndWatch=true ]] || kept+=("$a")
+    [[ $a == --feature-gates=ShardedListAndWatch=true ]] && continue
+    [[ -n $ours && $a == --audit-* ]] && continue
+    [[ -n $audit && $a == --audit-* ]] && die "kube-apiserver audits already (KCM_RS_AUDIT): --audit-writes cannot be added"
+    kept+=("$a")
   done
   [[ $want == on ]] && kept+=(--feature-gates=ShardedListAndWatch=true)
+  if [[ -n $audit ]]; then
+    cat >"$policy" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Request
+  users: [admin]
+  verbs: [create, update, patch]
+  namespaces: [kube-system]
+  resources: [{group: coordination.k8s.io, resources: [leases]}]
+- level: None
+  namespaces: [kube-node-lease]
+- level: Metadata
+  users: [admin]
+  verbs: [create, update, patch, delete, deletecollection]
+- level: None
+EOF
+    # Blocking: an event is in the file once its request has been answered, so a test reads them all.
+    kept+=(--audit-policy-file="$policy" --audit-log-path="$run/logs/audit-writes.log"
+      --audit-log-format=json --audit-log-mode=blocking)
+  fi
   stop kube-apiserver
   local phase_start=$SECONDS
   start kube-apiserver "${kept[@]}"
   ready kube-apiserver
 }
 
+# Compacts etcd at its current revision through its gRPC gateway, so that every older resourceVersion
+# is gone from etcd (the apiserver answers 410 Gone for it once its watch cache no longer has it).
 cmd_compact() {
   load_env
   local rev

@@ -16,6 +16,7 @@ pub mod pods;
 pub mod random_differential;
 pub mod replicaset_scenarios;
 pub mod serving;
+mod shard_audit;
 pub mod soak;
 mod wait;
 
@@ -23,4 +24,5 @@ pub use cluster::{Cluster, Mode, ModeGuard};
 pub use counting::{RequestCounter, counting_client};
 pub use kcm_rs::{KcmRs, free_port};
 pub use namespace::{Observed, TestNamespace, with_namespace};
+pub use shard_audit::{AuditSummary, check_writes_within_terms};
 pub use wait::{DEFAULT_WAIT, wait_for};

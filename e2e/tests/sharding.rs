@@ -4,7 +4,9 @@
 //! replicas start; while the workloads scale up one is killed with -9, then a fourth joins and
 //! another stops with SIGTERM. Afterwards every object converged, every namespace saw exactly the pods its specs needed
 //! (a pod created twice for one missing replica, by two replicas acting on one shard, would show as
-//! one more), no Job pod kept the tracking finalizer, and the shards are spread evenly again.
+//! one more), no Job pod kept the tracking finalizer, the shards are spread evenly again, and the
+//! API server's audit log shows every write of a replica inside one of its own terms on the shard
+//! (`kcm_rs_e2e::check_writes_within_terms`).
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
@@ -57,6 +59,7 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     let spawn = |i: usize| KcmRs::spawn(&cluster, &format!("{tag}-{i}"), &args, None);
     let mut replicas: Vec<KcmRs> = (0..3).map(spawn).collect();
     spread(&cluster, 3).await;
+    let mut identities: Vec<String> = replicas.iter().map(identity).collect();
 
     // The number first: FNV-1a's top bits barely move with a name's last characters, so names that
     // differ only at the end would all hash into one or two shards (docs/scale-out.md, section 5).
@@ -102,6 +105,7 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     let t = tokio::time::Instant::now();
     replicas.push(spawn(3));
     spread(&cluster, 3).await; // the fourth gets its share
+    identities.push(identity(&replicas[2]));
     println!("a fourth replica: 4/4/4 after {:?}", t.elapsed());
     let t = tokio::time::Instant::now();
     let status = replicas.remove(0).stop();
@@ -125,6 +129,7 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     );
     drop(pods);
     stop_pods.cancel();
+    writes_within_terms(&cluster, &identities, &names);
 
     for r in &replicas {
         let (code, body) = r.http_get("/debug/shards");
@@ -161,13 +166,42 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     }
 }
 
-/// `hack/cluster.sh sharding <gate>` now, `sharding off` when dropped, also when the test fails, so
-/// the suites after it in the lane find the API server as it was started.
+/// Every write the replicas sent into the test's namespaces arrived, by the API server's audit log,
+/// while its sender held the namespace's shard Lease: no namespace written by two replicas in one
+/// term. Not vacuous: at least the pods the specs needed were written, by the replica killed
+/// (`identities[0]`: its namespaces had work before it died) and others, and shards changed hands.
+fn writes_within_terms(cluster: &Cluster, identities: &[String], names: &[String]) {
+    let path = cluster.run_dir.join("logs/audit-writes.log");
+    let log = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let lease_of = |ns: &str| {
+        names.iter().any(|n| n == ns).then(|| {
+            format!(
+                "kcm-rs-shard-{}-of-{SHARDS}",
+                informer::Shard::of_namespace(ns, 12).unwrap().index()
+            )
+        })
+    };
+    let summary = kcm_rs_e2e::check_writes_within_terms(&log, identities, lease_of)
+        .unwrap_or_else(|errors| panic!("writes outside their sender's shard terms: {errors:#?}"));
+    println!("audit: {summary:?}");
+    assert!(summary.total_writes() >= names.len() * 8, "{summary:?}");
+    assert!(
+        summary.writes.contains_key(&identities[0]) && summary.writes.len() >= 2,
+        "the replica killed wrote, and others: {summary:?}"
+    );
+    assert!(
+        summary.total_terms() > SHARDS,
+        "shards changed hands: {summary:?}"
+    );
+}
+
+/// `hack/cluster.sh sharding <gate> --audit-writes` now, `sharding off` when dropped, also when the
+/// test fails, so the suites after it in the lane find the API server as it was started.
 struct GateGuard(Cluster);
 
 impl GateGuard {
     fn set(cluster: &Cluster, gate: &str) -> Self {
-        cluster.hack(&["sharding", gate]);
+        cluster.hack(&["sharding", gate, "--audit-writes"]);
         GateGuard(cluster.clone())
     }
 }
@@ -178,6 +212,12 @@ impl Drop for GateGuard {
             eprintln!("warning: restoring the API server without ShardedListAndWatch: {e}");
         }
     }
+}
+
+fn identity(replica: &KcmRs) -> String {
+    replica
+        .identity()
+        .expect("a replica logs its identity at start-up")
 }
 
 /// Waits until the shard Leases are held by exactly `holders` replicas, evenly (12 over 3: 4 each,

@@ -1,0 +1,208 @@
+//! Whether kcm-rs replicas kept to their shards, judged from the API server's audit log rather than
+//! from what the replicas say of themselves.
+//!
+//! The log (`hack/cluster.sh sharding on|off --audit-writes`) holds every write of the admin user,
+//! with the request bodies of Lease writes in kube-system. A sharded replica names itself in its
+//! User-Agent (`kcm-rs/<client>/<identity>`), so each write says who sent it, and each successful
+//! write of a shard Lease says who held the shard from then on. A replica's term on a shard runs
+//! from the answer to the write that made it the holder to the arrival of the next write that made
+//! someone else (or no one) the holder. Every write a replica sent into a namespace must have
+//! arrived within one of its own terms on that namespace's shard: then no namespace was written by
+//! two replicas in one term, the property the write fence exists for.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde_json::Value;
+
+/// Audit timestamps are `metav1.MicroTime` in UTC (`2026-11-26T00:12:05.123456Z`): fixed width, so
+/// they order as strings. Anything else is refused rather than compared wrongly.
+const TIMESTAMP_LEN: usize = "2026-11-26T00:12:05.123456Z".len();
+
+/// What the log showed, for the test to print and to check it was not vacuous.
+#[derive(Debug, Default)]
+pub struct AuditSummary {
+    /// Writes of the replicas into the checked namespaces, by identity.
+    pub writes: BTreeMap<String, usize>,
+    /// Terms (holder changes to a replica) per shard Lease.
+    pub terms: BTreeMap<String, usize>,
+}
+
+impl AuditSummary {
+    pub fn total_writes(&self) -> usize {
+        self.writes.values().sum()
+    }
+
+    pub fn total_terms(&self) -> usize {
+        self.terms.values().sum()
+    }
+}
+
+/// One term: `holder` held `lease` from `from` (inclusive) to `until` (exclusive; `None`: the log ends).
+#[derive(Debug)]
+struct Term {
+    holder: String,
+    from: String,
+    until: Option<String>,
+}
+
+/// A write of one of the replicas into a namespace.
+#[derive(Debug)]
+struct Write {
+    identity: String,
+    namespace: String,
+    arrived: String,
+    what: String,
+}
+
+/// Checks `log` (JSON lines) for writes of the replicas `identities` into the namespaces `lease_of`
+/// maps to a shard Lease name (the others are not checked). Errors list every write outside its
+/// sender's terms, or what could not be read.
+pub fn check_writes_within_terms(
+    log: &str,
+    identities: &[String],
+    lease_of: impl Fn(&str) -> Option<String>,
+) -> Result<AuditSummary, Vec<String>> {
+    let ours: HashSet<&str> = identities.iter().map(String::as_str).collect();
+    let mut lease_writes: BTreeMap<String, Vec<(String, String, String)>> = BTreeMap::new();
+    let mut writes = Vec::new();
+    let mut errors = Vec::new();
+    for line in log.lines().filter(|l| !l.trim().is_empty()) {
+        let event: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(format!("unreadable audit line ({e}): {line}"));
+                continue;
+            }
+        };
+        if event["stage"] != "ResponseComplete" {
+            continue;
+        }
+        let Some(identity) = event["userAgent"]
+            .as_str()
+            .and_then(replica_of)
+            .filter(|i| ours.contains(i))
+        else {
+            continue;
+        };
+        let object = &event["objectRef"];
+        let namespace = object["namespace"].as_str().unwrap_or_default();
+        let (Some(arrived), Some(answered)) = (
+            timestamp(&event["requestReceivedTimestamp"]),
+            timestamp(&event["stageTimestamp"]),
+        ) else {
+            errors.push(format!("audit event without readable timestamps: {line}"));
+            continue;
+        };
+        let name = object["name"].as_str().unwrap_or_default();
+        if object["resource"] == "leases" && namespace == "kube-system" && name.starts_with("kcm-rs-shard-") {
+            let code = event["responseStatus"]["code"].as_u64().unwrap_or(0);
+            if (200..300).contains(&code) {
+                let holder = event["requestObject"]["spec"]["holderIdentity"]
+                    .as_str()
+                    .unwrap_or_default();
+                lease_writes
+                    .entry(name.to_owned())
+                    .or_default()
+                    .push((answered, arrived, holder.to_owned()));
+            }
+        } else if lease_of(namespace).is_some() {
+            writes.push(Write {
+                identity: identity.to_owned(),
+                namespace: namespace.to_owned(),
+                arrived,
+                what: format!(
+                    "{} {}{} {name}",
+                    event["verb"].as_str().unwrap_or_default(),
+                    object["resource"].as_str().unwrap_or_default(),
+                    object["subresource"]
+                        .as_str()
+                        .map(|s| format!("/{s}"))
+                        .unwrap_or_default(),
+                ),
+            });
+        }
+    }
+
+    let terms: BTreeMap<String, Vec<Term>> = lease_writes
+        .into_iter()
+        .map(|(lease, mut updates)| {
+            updates.sort();
+            (lease, terms_of(&updates))
+        })
+        .collect();
+    let mut summary = AuditSummary::default();
+    for (lease, t) in &terms {
+        summary.terms.insert(lease.clone(), t.len());
+    }
+    for w in &writes {
+        *summary.writes.entry(w.identity.clone()).or_default() += 1;
+        let lease = lease_of(&w.namespace).expect("filtered above");
+        let within = terms.get(&lease).is_some_and(|ts| {
+            ts.iter().any(|t| {
+                t.holder == w.identity
+                    && t.from <= w.arrived
+                    && t.until.as_ref().is_none_or(|until| w.arrived < *until)
+            })
+        });
+        if !within {
+            errors.push(format!(
+                "{} by {} arrived at {} outside its terms on {lease} (namespace {}); the terms: {:?}",
+                w.what,
+                w.identity,
+                w.arrived,
+                w.namespace,
+                terms.get(&lease)
+            ));
+        }
+    }
+    if errors.is_empty() {
+        Ok(summary)
+    } else {
+        Err(errors)
+    }
+}
+
+/// `(answered, arrived, holder)` of a Lease's successful writes, in order, as terms. A renewal
+/// (same holder) continues a term; another holder, or none (a release), ends it when its write
+/// arrived.
+fn terms_of(updates: &[(String, String, String)]) -> Vec<Term> {
+    let mut terms: Vec<Term> = Vec::new();
+    for (answered, arrived, holder) in updates {
+        let current = terms
+            .last()
+            .filter(|t| t.until.is_none())
+            .map(|t| t.holder.as_str());
+        if current == Some(holder.as_str()) {
+            continue;
+        }
+        if let Some(open) = terms.last_mut().filter(|t| t.until.is_none()) {
+            open.until = Some(arrived.clone());
+        }
+        if !holder.is_empty() {
+            terms.push(Term {
+                holder: holder.clone(),
+                from: answered.clone(),
+                until: None,
+            });
+        }
+    }
+    terms
+}
+
+/// The identity in a sharded replica's User-Agent, `kcm-rs/<client>/<identity>`.
+fn replica_of(agent: &str) -> Option<&str> {
+    let mut parts = agent.splitn(3, '/');
+    (parts.next()? == "kcm-rs").then_some(())?;
+    parts.next()?;
+    parts.next()
+}
+
+fn timestamp(v: &Value) -> Option<String> {
+    v.as_str()
+        .filter(|s| s.len() == TIMESTAMP_LEN && s.ends_with('Z'))
+        .map(str::to_owned)
+}
+
+#[cfg(test)]
+#[path = "shard_audit_tests.rs"]
+mod tests;

@@ -1,0 +1,114 @@
+use serde_json::json;
+
+use super::*;
+
+const A: &str = "host_a";
+const B: &str = "host_b";
+
+fn at(second: u32) -> String {
+    format!("2026-11-26T00:00:{second:02}.000000Z")
+}
+
+fn lease(second: u32, by: &str, holder: Option<&str>, code: u16) -> String {
+    json!({
+        "stage": "ResponseComplete",
+        "userAgent": format!("kcm-rs/leader-election/{by}"),
+        "verb": "update",
+        "objectRef": {"resource": "leases", "namespace": "kube-system", "name": "kcm-rs-shard-0-of-2"},
+        "responseStatus": {"code": code},
+        "requestReceivedTimestamp": at(second),
+        "stageTimestamp": at(second),
+        "requestObject": {"spec": {"holderIdentity": holder}},
+    })
+    .to_string()
+}
+
+fn write(second: u32, by: &str, namespace: &str) -> String {
+    json!({
+        "stage": "ResponseComplete",
+        "userAgent": format!("kcm-rs/replicaset-controller/{by}"),
+        "verb": "create",
+        "objectRef": {"resource": "pods", "namespace": namespace},
+        "responseStatus": {"code": 201},
+        "requestReceivedTimestamp": at(second),
+        "stageTimestamp": at(second),
+    })
+    .to_string()
+}
+
+fn check(lines: &[String]) -> Result<AuditSummary, Vec<String>> {
+    check_writes_within_terms(&lines.join("\n"), &[A.to_owned(), B.to_owned()], |ns| {
+        (ns == "ns").then(|| "kcm-rs-shard-0-of-2".to_owned())
+    })
+}
+
+#[test]
+fn writes_inside_their_writers_terms_pass() {
+    let summary = check(&[
+        lease(1, A, Some(A), 200),
+        write(2, A, "ns"),
+        lease(3, A, Some(A), 200), // a renewal continues the term
+        write(4, A, "ns"),
+        lease(5, A, None, 200), // released
+        lease(6, B, Some(B), 200),
+        write(7, B, "ns"),
+        write(8, A, "elsewhere"), // not a checked namespace
+    ])
+    .unwrap();
+    assert_eq!(summary.total_writes(), 3);
+    assert_eq!(summary.total_terms(), 2);
+}
+
+#[test]
+fn a_write_after_the_next_holder_took_over_fails() {
+    let errors = check(&[
+        lease(1, A, Some(A), 200),
+        lease(5, B, Some(B), 200), // taken over, A's lease having expired
+        write(6, A, "ns"),
+    ])
+    .unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("by host_a"), "{errors:?}");
+}
+
+#[test]
+fn a_failed_lease_write_makes_no_term() {
+    let errors = check(&[lease(1, B, Some(B), 409), write(2, B, "ns")]).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+}
+
+#[test]
+fn a_write_before_the_term_or_after_a_release_fails() {
+    let errors = check(&[
+        write(1, A, "ns"),
+        lease(2, A, Some(A), 200),
+        lease(3, A, None, 200),
+        write(4, A, "ns"),
+    ])
+    .unwrap_err();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+}
+
+#[test]
+fn other_agents_and_unknown_replicas_are_not_checked() {
+    let mut stranger = write(1, "host_c", "ns");
+    stranger.push('\n');
+    stranger.push_str(
+        &json!({
+            "stage": "ResponseComplete",
+            "userAgent": "kube-scheduler/v1.36.3",
+            "objectRef": {"resource": "pods", "namespace": "ns"},
+            "requestReceivedTimestamp": at(1),
+            "stageTimestamp": at(1),
+        })
+        .to_string(),
+    );
+    let summary = check(&[stranger]).unwrap();
+    assert_eq!(summary.total_writes(), 0);
+}
+
+#[test]
+fn timestamps_of_another_shape_are_refused() {
+    let line = write(1, A, "ns").replace(".000000Z", "Z");
+    assert!(check(&[line]).is_err());
+}
