@@ -25,21 +25,26 @@ pub struct NameLabel {
     pub name: String,
 }
 
-/// A work queue's labels: `name`, and `shard` (`3-of-12`) on a replica sharing the work, whose
-/// shards each have their own queues. Unsharded output keeps KCM's label set exactly.
+/// A series' labels `L`, and `shard` (`3-of-12`) on a replica sharing the work, whose shards each
+/// have their own informers, queues and workers. Unsharded output keeps KCM's label sets exactly.
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
-pub struct QueueLabel {
-    pub name: String,
+pub struct Sharded<L> {
+    pub labels: L,
     pub shard: Option<String>,
 }
 
-impl EncodeLabelSet for QueueLabel {
+impl<L: EncodeLabelSet> EncodeLabelSet for Sharded<L> {
     fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let mut labels = vec![("name", self.name.as_str())];
-        labels.extend(self.shard.as_deref().map(|s| ("shard", s)));
-        labels.encode(encoder)
+        self.labels.encode(encoder)?;
+        match &self.shard {
+            Some(shard) => vec![("shard", shard.as_str())].encode(encoder),
+            None => Ok(()),
+        }
     }
 }
+
+/// A work queue's labels.
+pub type QueueLabel = Sharded<NameLabel>;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResourceLabel {
@@ -87,21 +92,21 @@ pub struct Metrics {
     unfinished: Family<QueueLabel, FloatGauge>,
     longest: Family<QueueLabel, FloatGauge>,
     retries: Family<QueueLabel, Counter>,
-    lists: Family<ResourceLabel, Counter>,
-    list_errors: Family<ResourceLabel, Counter>,
-    watches: Family<ResourceLabel, Counter>,
-    watch_errors: Family<ResourceLabel, Counter>,
-    watch_events: Family<ResourceLabel, Counter>,
-    sync_duration: Hist<SyncLabel>,
+    lists: Family<Sharded<ResourceLabel>, Counter>,
+    list_errors: Family<Sharded<ResourceLabel>, Counter>,
+    watches: Family<Sharded<ResourceLabel>, Counter>,
+    watch_errors: Family<Sharded<ResourceLabel>, Counter>,
+    watch_events: Family<Sharded<ResourceLabel>, Counter>,
+    sync_duration: Hist<Sharded<SyncLabel>>,
     deletion_age_ratio: Histogram,
-    stale_skips: Family<GroupResourceLabel, Counter>,
-    job_stale_skips: Family<GroupResourceLabel, Counter>,
-    sync_panics: Family<ControllerLabel, Counter>,
+    stale_skips: Family<Sharded<GroupResourceLabel>, Counter>,
+    job_stale_skips: Family<Sharded<GroupResourceLabel>, Counter>,
+    sync_panics: Family<Sharded<ControllerLabel>, Counter>,
     /// `leader_election_master_status{name}`: 1 while this instance leads.
     pub leader: Family<NameLabel, Gauge>,
     /// `kcm_rs_shadow_divergences_total{controller}`.
     pub shadow_divergences: Family<ControllerLabel, Counter>,
-    /// The shard whose queues this handle labels (`for_shard`).
+    /// The shard whose queues, informers and syncs this handle labels (`for_shard`).
     shard: Option<String>,
 }
 
@@ -286,7 +291,7 @@ impl QueueMetrics for Queue {
 
 struct Reflector {
     m: Metrics,
-    label: ResourceLabel,
+    label: Sharded<ResourceLabel>,
 }
 
 impl ReflectorMetrics for Reflector {
@@ -313,14 +318,24 @@ impl ReflectorMetrics for Reflector {
 struct Sync {
     m: Metrics,
     controller: String,
+    shard: Option<String>,
+}
+
+impl Sync {
+    fn label<L>(&self, labels: L) -> Sharded<L> {
+        Sharded {
+            labels,
+            shard: self.shard.clone(),
+        }
+    }
 }
 
 impl SyncMetrics for Sync {
     fn sync(&self, elapsed: Duration, ok: bool) {
-        let label = SyncLabel {
+        let label = self.label(SyncLabel {
             controller: self.controller.clone(),
             result: if ok { "success" } else { "error" }.into(),
-        };
+        });
         self.m
             .sync_duration
             .get_or_create(&label)
@@ -333,22 +348,22 @@ impl SyncMetrics for Sync {
             job::QUEUE_NAME => &self.m.job_stale_skips,
             _ => return,
         };
-        let label = GroupResourceLabel {
+        let label = self.label(GroupResourceLabel {
             group: group.into(),
             resource: resource.into(),
-        };
+        });
         family.get_or_create(&label).inc();
     }
     fn panic(&self) {
-        let label = ControllerLabel {
+        let label = self.label(ControllerLabel {
             controller: self.controller.clone(),
-        };
+        });
         self.m.sync_panics.get_or_create(&label).inc();
     }
 }
 
 impl Metrics {
-    /// The same metrics, with the work queues made from here labelled with `shard`.
+    /// The same metrics, with the queues, reflectors and syncs made from here labelled with `shard`.
     #[must_use]
     pub fn for_shard(&self, shard: String) -> Metrics {
         Metrics {
@@ -363,7 +378,7 @@ impl MetricsProvider for Metrics {
     /// workqueue metrics provider creates them: dashboards built for KCM show 0, not "no data".
     fn queue_metrics(&self, name: &str) -> Arc<dyn QueueMetrics> {
         let label = QueueLabel {
-            name: name.into(),
+            labels: NameLabel { name: name.into() },
             shard: self.shard.clone(),
         };
         drop(self.depth.get_or_create(&label));
@@ -381,8 +396,11 @@ impl MetricsProvider for Metrics {
     fn reflector_metrics(&self, resource: &str) -> Arc<dyn ReflectorMetrics> {
         Arc::new(Reflector {
             m: self.clone(),
-            label: ResourceLabel {
-                resource: resource.into(),
+            label: Sharded {
+                labels: ResourceLabel {
+                    resource: resource.into(),
+                },
+                shard: self.shard.clone(),
             },
         })
     }
@@ -393,6 +411,7 @@ impl ControllerMetrics for Metrics {
         Arc::new(Sync {
             m: self.clone(),
             controller: controller.into(),
+            shard: self.shard.clone(),
         })
     }
 }

@@ -21,16 +21,24 @@ fn an_idle_queue_exports_every_series_at_zero() {
 }
 
 #[test]
-fn a_shards_queues_carry_the_shard_label() {
+fn a_shards_queues_reflectors_and_syncs_carry_the_shard_label() {
     let m = Metrics::new();
     let _plain = m.queue_metrics("job");
-    let _q = m.for_shard("3-of-12".into()).queue_metrics("job");
+    let shard = m.for_shard("3-of-12".into());
+    let _q = shard.queue_metrics("job");
+    shard.reflector_metrics("pods").watch_events(2);
+    m.reflector_metrics("pods").watch_events(1);
+    shard.sync_metrics("job").sync(Duration::from_millis(1), true);
     let text = m.encode();
-    assert!(text.contains("workqueue_depth{name=\"job\"} 0"), "{text}");
-    assert!(
-        text.contains("workqueue_depth{name=\"job\",shard=\"3-of-12\"} 0"),
-        "{text}"
-    );
+    for line in [
+        "workqueue_depth{name=\"job\"} 0",
+        "workqueue_depth{name=\"job\",shard=\"3-of-12\"} 0",
+        "kcm_rs_reflector_watch_events_total{resource=\"pods\"} 1",
+        "kcm_rs_reflector_watch_events_total{resource=\"pods\",shard=\"3-of-12\"} 2",
+        "kcm_rs_controller_sync_duration_seconds_count{controller=\"job\",result=\"success\",shard=\"3-of-12\"} 1",
+    ] {
+        assert!(text.contains(line), "{line} missing from:\n{text}");
+    }
 }
 
 #[test]
