@@ -58,10 +58,12 @@ bench-e2e:
 	CARGO=$(CARGO) hack/bench.sh $(or $(BENCH_ARGS),--scale small --out benches/results/$$(date +%F)-bench-e2e.md)
 
 # kcm-rs sharing the work (--shards=12) at 1, 2 and 4 replicas over 20,000 idle pods in 40
-# namespaces, per replica, beside upstream KCM; then the failover after kill -9 (hack/bench-sharded.sh).
+# namespaces and a wave of Deployments, per replica, beside upstream KCM; then the failover after
+# kill -9 against upstream's leader failover (hack/bench-sharded.sh). The largest pass:
+# BENCH_ARGS="--pods 100000 --replicas 1,4 --upstream-failover --out benches/results/$(date +%F)-sharded-100k.md".
 .PHONY: bench-sharded
 bench-sharded:
-	CARGO=$(CARGO) hack/bench-sharded.sh $(or $(BENCH_ARGS),--out benches/results/$$(date +%F)-sharded.md)
+	CARGO=$(CARGO) hack/bench-sharded.sh $(or $(BENCH_ARGS),--wave-pods 10 --upstream-failover --out benches/results/$$(date +%F)-sharded.md)
 
 # What CI runs of it: every workload at a tiny size, once, to see that the runner works.
 bench-e2e-smoke:

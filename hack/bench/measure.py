@@ -24,12 +24,13 @@ class Cluster:
     kube_bin: str  # KCM_RS_KUBE_BIN: kube-controller-manager and kubectl
     kcm_rs: str  # KCM_RS_BINARY
     profile: str  # KCM_RS_PROFILE, "" when unset
+    api_port: int  # API_PORT (cluster.env): whose connections count as the API server's
 
     @staticmethod
     def from_env():
         return Cluster(run_dir=os.environ["KCM_RS_RUN_DIR"], kube_bin=os.environ["KCM_RS_KUBE_BIN"],
                        kcm_rs=os.environ.get("KCM_RS_BINARY", "target/release/kcm-rs"),
-                       profile=os.environ.get("KCM_RS_PROFILE") or "")
+                       profile=os.environ.get("KCM_RS_PROFILE") or "", api_port=int(os.environ.get("API_PORT", "0")))
 
 
 class Controller:

@@ -3,6 +3,7 @@ kcm-rs's ranges."""
 import unittest
 
 from sharded import fnv1a64, shard_of
+from sharded_work import bytes_by_pid
 
 
 class ShardOf(unittest.TestCase):
@@ -23,6 +24,19 @@ class ShardOf(unittest.TestCase):
         # Why the runner puts the number first: FNV-1a's top bits barely move with the last bytes.
         self.assertLessEqual(len({shard_of(f"idle-{i}", 12) for i in range(40)}), 2)
         self.assertGreaterEqual(len({shard_of(f"{i}-idle", 12) for i in range(40)}), 10)
+
+
+class BytesByPid(unittest.TestCase):
+    def test_sums_each_processes_sockets(self):
+        out = (
+            'ESTAB 0 0 127.0.0.1:40001 127.0.0.1:6443 users:(("kcm-rs",pid=10,fd=9))\n'
+            '\t cubic wscale:7,7 rto:201 bytes_sent:100 bytes_acked:101 bytes_received:5000 segs_out:3\n'
+            'ESTAB 0 0 127.0.0.1:40002 127.0.0.1:6443 users:(("kcm-rs",pid=10,fd=10))\n'
+            '\t cubic bytes_received:700\n'
+            'ESTAB 0 0 127.0.0.1:40003 127.0.0.1:6443 users:(("kube-controller",pid=11,fd=7))\n'
+            '\t cubic bytes_sent:9 bytes_received:42\n'
+        )
+        self.assertEqual(bytes_by_pid(out), {10: 5700, 11: 42})
 
 
 if __name__ == "__main__":

@@ -92,17 +92,18 @@ class Cli(unittest.TestCase):
     def test_modules_import_and_help_runs_without_the_clusters_variables(self):
         env = {k: v for k, v in os.environ.items() if not k.startswith("KCM_RS_")}
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        for argv in (["-c", "import api, measure, report, run, workloads"], [os.path.join(HERE, "run.py"), "--help"]):
+        for argv in (["-c", "import api, measure, report, run, sharded, sharded_work, workloads"], [os.path.join(HERE, "run.py"), "--help"]):
             done = subprocess.run([sys.executable, *argv], cwd=HERE, env=env, capture_output=True, text=True)
             self.assertEqual(done.returncode, 0, done.stderr)
 
     def test_the_cluster_is_read_from_the_environment_when_asked(self):
         saved = dict(os.environ)
         try:
-            os.environ.update(KCM_RS_RUN_DIR="/tmp/run", KCM_RS_KUBE_BIN="/tmp/bin")
+            os.environ.update(KCM_RS_RUN_DIR="/tmp/run", KCM_RS_KUBE_BIN="/tmp/bin", API_PORT="6443")
             os.environ.pop("KCM_RS_BINARY", None)
             os.environ.pop("KCM_RS_PROFILE", None)
-            self.assertEqual(Cluster.from_env(), Cluster("/tmp/run", "/tmp/bin", "target/release/kcm-rs", ""))
+            self.assertEqual(Cluster.from_env(),
+                             Cluster("/tmp/run", "/tmp/bin", "target/release/kcm-rs", "", 6443))
         finally:
             os.environ.clear()
             os.environ.update(saved)

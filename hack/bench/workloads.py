@@ -175,7 +175,11 @@ def deploy_workload(api, ns, size, ev):
 
 
 def all_deploy_done(api, ns, pods, n, generation):
-    items = api.get(ns_path(ns, "apps/v1", "deployments"))["items"]
+    return deployments_done(api.get(ns_path(ns, "apps/v1", "deployments"))["items"], pods, n, generation)
+
+
+def deployments_done(items, pods, n, generation):
+    """At least n Deployments, each of `pods` replicas rolled out at `generation`."""
     if len(items) < n:
         return False
     for d in items:
