@@ -11,7 +11,7 @@
 # --wave-pods N: then, per replica count, a Deployment of N pods in every namespace created and rolled,
 # with each replica's CPU and received bytes during it. --upstream-failover: the failover probe across
 # two upstream KCMs with leader election too. The largest pass this machine ran:
-# `--pods 100000 --replicas 1,4 --upstream-failover`.
+# `--pods 100000 --replicas 1,2,4 --upstream-failover`.
 #
 # Not part of `make test`: `make bench-sharded` writes benches/results/<date>-sharded.md.
 set -euo pipefail
