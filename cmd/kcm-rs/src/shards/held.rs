@@ -21,7 +21,7 @@ use super::shared::Shared;
 use crate::{
     client::SHARED_INFORMERS,
     controllers::{self, SHUTDOWN_TIMEOUT},
-    metrics::NameLabel,
+    metric_labels::NameLabel,
     shard_selector::SelectorLayer,
 };
 
