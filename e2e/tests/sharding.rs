@@ -64,10 +64,7 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     // The number first: FNV-1a's top bits barely move with a name's last characters, so names that
     // differ only at the end would all hash into one or two shards (docs/scale-out.md, section 5).
     let names: Vec<String> = (0..NAMESPACES).map(|i| format!("{i}-{tag}")).collect();
-    let covered: HashSet<u32> = names
-        .iter()
-        .map(|ns| informer::Shard::of_namespace(ns, 12).unwrap().index())
-        .collect();
+    let covered: HashSet<u32> = names.iter().map(|ns| shard_of(ns).index()).collect();
     assert!(
         covered.len() >= 9,
         "40 namespaces cover {} of the 12 shards",
@@ -90,7 +87,7 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     let victims_namespaces = names
         .iter()
         .filter(|ns| {
-            let shard = informer::Shard::of_namespace(ns, 12).unwrap().to_string();
+            let shard = shard_of(ns).to_string();
             victims_shards.contains(&shard)
         })
         .count();
@@ -174,12 +171,10 @@ fn writes_within_terms(cluster: &Cluster, identities: &[String], names: &[String
     let path = cluster.run_dir.join("logs/audit-writes.log");
     let log = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let lease_of = |ns: &str| {
-        names.iter().any(|n| n == ns).then(|| {
-            format!(
-                "kcm-rs-shard-{}-of-{SHARDS}",
-                informer::Shard::of_namespace(ns, 12).unwrap().index()
-            )
-        })
+        names
+            .iter()
+            .any(|n| n == ns)
+            .then(|| format!("kcm-rs-shard-{}-of-{SHARDS}", shard_of(ns).index()))
     };
     let summary = kcm_rs_e2e::check_writes_within_terms(&log, identities, lease_of)
         .unwrap_or_else(|errors| panic!("writes outside their sender's shard terms: {errors:#?}"));
@@ -212,6 +207,11 @@ impl Drop for GateGuard {
             eprintln!("warning: restoring the API server without ShardedListAndWatch: {e}");
         }
     }
+}
+
+/// The shard of `ns` among the test's `SHARDS`, as the replicas compute it.
+fn shard_of(ns: &str) -> informer::Shard {
+    informer::Shard::of_namespace(ns, u32::try_from(SHARDS).unwrap()).unwrap()
 }
 
 fn identity(replica: &KcmRs) -> String {

@@ -240,7 +240,8 @@ def main():
         per_ns = args.pods // args.namespaces
         pods_by_shard = {}
         for ns in namespaces:
-            pods_by_shard[shard_of(ns, args.shards)] = pods_by_shard.get(shard_of(ns, args.shards), 0) + per_ns
+            shard = shard_of(ns, args.shards)
+            pods_by_shard[shard] = pods_by_shard.get(shard, 0) + per_ns
         lines += [f"Pods per shard: {dict(sorted(pods_by_shard.items()))}.", "",
                   "| replicas | all shards synced after | per replica: shards, idle pods in them, peak RSS MiB, CPU s, "
                   "MiB received |",

@@ -274,21 +274,11 @@ impl ReflectorMetrics for Reflector {
 struct Sync {
     m: Metrics,
     controller: String,
-    shard: Option<String>,
-}
-
-impl Sync {
-    fn label<L>(&self, labels: L) -> Sharded<L> {
-        Sharded {
-            labels,
-            shard: self.shard.clone(),
-        }
-    }
 }
 
 impl SyncMetrics for Sync {
     fn sync(&self, elapsed: Duration, ok: bool) {
-        let label = self.label(SyncLabel {
+        let label = self.m.sharded(SyncLabel {
             controller: self.controller.clone(),
             result: if ok { "success" } else { "error" }.into(),
         });
@@ -304,14 +294,14 @@ impl SyncMetrics for Sync {
             job::QUEUE_NAME => &self.m.job_stale_skips,
             _ => return,
         };
-        let label = self.label(GroupResourceLabel {
+        let label = self.m.sharded(GroupResourceLabel {
             group: group.into(),
             resource: resource.into(),
         });
         family.get_or_create(&label).inc();
     }
     fn panic(&self) {
-        let label = self.label(ControllerLabel {
+        let label = self.m.sharded(ControllerLabel {
             controller: self.controller.clone(),
         });
         self.m.sync_panics.get_or_create(&label).inc();
@@ -327,16 +317,21 @@ impl Metrics {
             ..self.clone()
         }
     }
+
+    /// `labels` with this handle's shard, if any.
+    fn sharded<L>(&self, labels: L) -> Sharded<L> {
+        Sharded {
+            labels,
+            shard: self.shard.clone(),
+        }
+    }
 }
 
 impl MetricsProvider for Metrics {
     /// Every series of the queue exists from the moment the queue does, at 0, as client-go's
     /// workqueue metrics provider creates them: dashboards built for KCM show 0, not "no data".
     fn queue_metrics(&self, name: &str) -> Arc<dyn QueueMetrics> {
-        let label = QueueLabel {
-            labels: NameLabel { name: name.into() },
-            shard: self.shard.clone(),
-        };
+        let label: QueueLabel = self.sharded(NameLabel { name: name.into() });
         drop(self.depth.get_or_create(&label));
         drop(self.adds.get_or_create(&label));
         drop(self.queue_duration.get_or_create(&label));
@@ -352,12 +347,9 @@ impl MetricsProvider for Metrics {
     fn reflector_metrics(&self, resource: &str) -> Arc<dyn ReflectorMetrics> {
         Arc::new(Reflector {
             m: self.clone(),
-            label: Sharded {
-                labels: ResourceLabel {
-                    resource: resource.into(),
-                },
-                shard: self.shard.clone(),
-            },
+            label: self.sharded(ResourceLabel {
+                resource: resource.into(),
+            }),
         })
     }
 }
@@ -367,7 +359,6 @@ impl ControllerMetrics for Metrics {
         Arc::new(Sync {
             m: self.clone(),
             controller: controller.into(),
-            shard: self.shard.clone(),
         })
     }
 }
