@@ -34,6 +34,7 @@ use crate::{
     fence::{FenceLayer, Fenced, WriteFence},
     flags::Args,
     guard::{Guard, Guarded},
+    retry::{Retry, RetryLayer},
     serving_flags::{DELEGATION_BURST, DELEGATION_QPS, DelegationClients},
     shard_selector::SelectorLayer,
     transport::{self, Transport},
@@ -234,7 +235,8 @@ impl Clients {
 }
 
 /// One client's middleware, outermost first: the read-only guard (shadow mode), the User-Agent, the
-/// token bucket, the write fence (sharded).
+/// retries the API server asks for, the token bucket, the write fence (sharded). The retries sit
+/// above the bucket and the fence, as client-go's do, so every attempt takes a token and is checked.
 #[derive(Clone)]
 pub struct ClientLayers {
     user_agent: HeaderValue,
@@ -253,7 +255,7 @@ impl std::fmt::Debug for ClientLayers {
 }
 
 impl<S> Layer<S> for ClientLayers {
-    type Service = ReadOnly<UserAgent<Qps<Fenced<S>>>>;
+    type Service = ReadOnly<UserAgent<Retry<Qps<Fenced<S>>>>>;
     fn layer(&self, inner: S) -> Self::Service {
         Guarded {
             guard: ReadOnlyGuard {
@@ -261,12 +263,12 @@ impl<S> Layer<S> for ClientLayers {
             },
             inner: Edited {
                 edit: SetUserAgent(self.user_agent.clone()),
-                inner: Qps {
+                inner: RetryLayer::default().layer(Qps {
                     inner: self.fence.layer(inner),
                     limiter: self.limiter.clone(),
                     wait: None,
                     permitted: false,
-                },
+                }),
             },
         }
     }
@@ -285,13 +287,25 @@ impl Edit for SetUserAgent {
     }
 }
 
-/// Waits for a token in `poll_ready`, so no request is sent beyond the rate.
+/// Waits for a token in `poll_ready`, so no request is sent beyond the rate. A clone shares the
+/// bucket but has taken no token.
 pub struct Qps<S> {
     inner: S,
     limiter: Arc<DefaultDirectRateLimiter>,
     wait: Option<Pin<Box<tokio::time::Sleep>>>,
     /// A token was taken for the next call.
     permitted: bool,
+}
+
+impl<S: Clone> Clone for Qps<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            limiter: self.limiter.clone(),
+            wait: None,
+            permitted: false,
+        }
+    }
 }
 
 impl<S> std::fmt::Debug for Qps<S> {

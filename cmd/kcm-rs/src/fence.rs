@@ -5,20 +5,27 @@
 //! until its last successful renewal attempt's start plus the renew deadline: another replica can take
 //! the shard over only after seeing the Lease unchanged for a lease duration, longer than that
 //! (`docs/scale-out.md`, "Why two replicas can never act on one shard at once"). The gate closes
-//! before a release and at once on a failed renewal. It sits in the controllers' clients inside the
-//! token bucket, so a write that waited for its token is checked when it is about to go out; reads
-//! pass, and so do requests that name no namespace.
+//! before a release and at once on a failed renewal. It sits in the controllers' clients below the
+//! retries and the token bucket, so every attempt of a write is checked when it is about to go out,
+//! and an attempt is bounded by the window it left in: it carries `?timeout=` of what is left, and is
+//! dropped when the window ends without an answer. Reads pass, and so do requests that name no
+//! namespace.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::HashMap,
+    future::Future,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+    time::Duration,
+};
 
 use http::{Method, Request};
 use informer::Shard;
 use kube::client::Body;
 use parking_lot::Mutex;
 use tokio::time::Instant;
-use tower::Layer;
-
-use crate::guard::{Guard, Guarded};
+use tower::{Layer, Service};
 
 type SyncedFn = Arc<dyn Fn() -> bool + Send + Sync>;
 
@@ -76,14 +83,17 @@ impl WriteFence {
     }
 
     /// Whether a write to namespace `ns` may leave at `now`.
+    #[cfg(test)]
     pub fn allows(&self, ns: &str, now: Instant) -> bool {
-        let Ok(shard) = Shard::of_namespace(ns, self.count) else {
-            return false;
-        };
-        self.gates
-            .lock()
-            .get(&shard.index())
-            .is_some_and(|g| now < g.until && g.synced.iter().all(|s| s()))
+        self.open_until(ns, now).is_some()
+    }
+
+    /// Until when writes to namespace `ns` may leave, if they may at `now`.
+    pub fn open_until(&self, ns: &str, now: Instant) -> Option<Instant> {
+        let shard = Shard::of_namespace(ns, self.count).ok()?;
+        let gates = self.gates.lock();
+        let gate = gates.get(&shard.index())?;
+        (now < gate.until && gate.synced.iter().all(|s| s())).then_some(gate.until)
     }
 }
 
@@ -110,6 +120,17 @@ pub struct ShardNotHeld {
     namespace: String,
 }
 
+/// A write that passed the fence but had no answer when the shard's window closed: it was dropped,
+/// unsent if it still waited for a connection, a stream or credentials. Whether the server applied
+/// it is unknown, as after any timeout; the controller's next sync reads what happened.
+#[derive(Debug, thiserror::Error)]
+#[error("dropped {method} {path}: the write window of namespace {namespace}'s shard closed before an answer")]
+pub struct WindowClosed {
+    method: Method,
+    path: String,
+    namespace: String,
+}
+
 /// Adds the fence to a client.
 #[derive(Debug, Clone)]
 pub struct FenceLayer(pub Option<Arc<WriteFence>>);
@@ -117,35 +138,99 @@ pub struct FenceLayer(pub Option<Arc<WriteFence>>);
 impl<S> Layer<S> for FenceLayer {
     type Service = Fenced<S>;
     fn layer(&self, inner: S) -> Self::Service {
-        Guarded {
-            guard: FenceGuard(self.0.clone()),
+        Fenced {
+            fence: self.0.clone(),
             inner,
         }
     }
 }
 
-/// The fence of one client; no fence (unsharded, or the Leases' and informers' clients) lets all pass.
+/// A client whose writes the fence checks, one attempt at a time (it sits below the retries): a
+/// write leaves only while its shard's gate is open, carries `?timeout=` of the window that is left
+/// so that the API server gives it up at the window's end, and is dropped if no answer came by then.
+/// No fence (unsharded, or the Leases' and informers' clients) lets all pass.
 #[derive(Debug, Clone)]
-pub struct FenceGuard(Option<Arc<WriteFence>>);
+pub struct Fenced<S> {
+    fence: Option<Arc<WriteFence>>,
+    inner: S,
+}
 
-/// A client whose writes the fence checks.
-pub type Fenced<S> = Guarded<S, FenceGuard>;
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-impl Guard for FenceGuard {
-    fn refuse(&self, req: &Request<Body>) -> Option<tower::BoxError> {
-        let fence = self.0.as_ref()?;
-        if req.method() == Method::GET {
-            return None;
-        }
-        let ns = namespace_of(req.uri().path())?;
-        (!fence.allows(ns, Instant::now())).then(|| {
-            ShardNotHeld {
+impl<S> Service<Request<Body>> for Fenced<S>
+where
+    S: Service<Request<Body>>,
+    S::Error: Into<tower::BoxError>,
+    S::Future: Send + 'static,
+    S::Response: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = tower::BoxError;
+    type Future = BoxFuture<Result<S::Response, tower::BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, mut req: Request<Body>) -> Self::Future {
+        let fenced = self
+            .fence
+            .as_ref()
+            .filter(|_| req.method() != Method::GET)
+            .and_then(|f| Some((f, namespace_of(req.uri().path())?.to_owned())));
+        let Some((fence, namespace)) = fenced else {
+            let fut = self.inner.call(req);
+            return Box::pin(async move { fut.await.map_err(Into::into) });
+        };
+        let now = Instant::now();
+        let window = fence
+            .open_until(&namespace, now)
+            .map(|until| (until, until - now));
+        let Some((until, left)) = window.filter(|(_, left)| left.as_millis() > 0) else {
+            let err = ShardNotHeld {
                 method: req.method().clone(),
                 path: req.uri().path().to_owned(),
-                namespace: ns.to_owned(),
+                namespace,
+            };
+            return Box::pin(async move { Err(err.into()) });
+        };
+        with_timeout(&mut req, left);
+        let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+        let fut = self.inner.call(req);
+        Box::pin(async move {
+            match tokio::time::timeout_at(until, fut).await {
+                Ok(answer) => answer.map_err(Into::into),
+                Err(_) => Err(WindowClosed {
+                    method,
+                    path,
+                    namespace,
+                }
+                .into()),
             }
-            .into()
         })
+    }
+}
+
+/// Sets the request's `timeout` query parameter (kube-apiserver's request deadline, a Go duration)
+/// to `left`, in whole milliseconds, replacing one an earlier attempt set.
+fn with_timeout<B>(req: &mut Request<B>, left: Duration) {
+    let uri = req.uri();
+    let mut query: Vec<&str> = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty() && !p.starts_with("timeout="))
+        .collect();
+    let timeout = format!("timeout={}ms", left.as_millis());
+    query.push(&timeout);
+    let path_and_query = format!("{}?{}", uri.path(), query.join("&"));
+    let mut parts = uri.clone().into_parts();
+    match path_and_query.parse() {
+        Ok(pq) => parts.path_and_query = Some(pq),
+        Err(_) => return,
+    }
+    if let Ok(new) = http::Uri::from_parts(parts) {
+        *req.uri_mut() = new;
     }
 }
 

@@ -23,6 +23,7 @@ mod guard;
 mod job_metrics;
 mod metric_labels;
 mod metrics;
+mod retry;
 mod server;
 mod serving_flags;
 mod shard_selector;
@@ -131,7 +132,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         stop_serving(server, &server_cancel).await;
         return Ok(ExitCode::SUCCESS);
     }
-    let Some(leader) = elect(&args, &clients, &health, &identity, &cancel).await? else {
+    let Some(mut leader) = elect(&args, &clients, &health, &identity, &cancel).await? else {
         return Ok(ExitCode::SUCCESS);
     };
     let leader_status = LeaderStatus::new(&args, &metrics);
@@ -160,10 +161,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     factory.start(&controllers_cancel);
 
-    lead(&leader, &cancel).await;
+    lead(&mut leader, &cancel).await;
     shut_down(running, &controllers_cancel).await;
     leader_status.set(0);
-    if let Leader::Lease(e) = &leader
+    if let Leader::Lease(e, _) = &leader
         && e.config().release_on_cancel
     {
         e.release().await;
@@ -244,8 +245,8 @@ async fn serve(
 
 /// How this process leads once [`elect`] returns.
 enum Leader {
-    /// Under a lease the elector keeps renewing.
-    Lease(Arc<LeaderElector>),
+    /// Under a lease the elector keeps renewing, while no shard Lease is claimed.
+    Lease(Arc<LeaderElector>, Box<shards::Exclusion>),
     /// With nothing to renew: no election, shadow mode, or a leader-for-life lock.
     Unchallenged,
 }
@@ -276,9 +277,13 @@ async fn elect(
             cfg.renew_deadline = args.leader_elect_renew_deadline;
             cfg.retry_period = args.leader_elect_retry_period;
             cfg.release_on_cancel = args.leader_elect_release_on_cancel;
-            let e = Arc::new(LeaderElector::new(client, cfg).context("leader election flags")?);
+            let e = Arc::new(LeaderElector::new(client.clone(), cfg).context("leader election flags")?);
             health.set_elector(e.clone());
-            Ok(e.acquire(cancel).await.then_some(Leader::Lease(e)))
+            let mut exclusion = Box::new(shards::Exclusion::new(&e, client));
+            Ok(exclusion
+                .acquire(&e, cancel)
+                .await
+                .then_some(Leader::Lease(e, exclusion)))
         }
         LeaderElectMode::ForLife => {
             let lock = LeaderForLife::from_env(client, &args.leader_elect_resource_name)?;
@@ -311,13 +316,20 @@ impl<'a> LeaderStatus<'a> {
 
 /// Leads until SIGTERM/SIGINT. A lost lease exits at once: another replica may lead already, so
 /// not one more write, not even a drain (KCM: `OnStoppedLeading`, `klog.FlushAndExit(…, 1)`); log
-/// lines are written unbuffered.
-async fn lead(leader: &Leader, cancel: &CancellationToken) {
+/// lines are written unbuffered. So does a shard Lease claimed meanwhile (see `shards::Exclusion`).
+async fn lead(leader: &mut Leader, cancel: &CancellationToken) {
     match leader {
-        Leader::Lease(e) => {
-            if let Err(lost) = e.keep_leading(cancel).await {
-                tracing::error!("{lost}; exiting without draining the queues");
-                std::process::exit(1);
+        Leader::Lease(e, exclusion) => {
+            let retry_period = e.config().retry_period;
+            tokio::select! {
+                kept = e.keep_leading(cancel) => if let Err(lost) = kept {
+                    tracing::error!("{lost}; exiting without draining the queues");
+                    std::process::exit(1);
+                },
+                () = exclusion.shard_claim_appears(retry_period) => {
+                    tracing::error!("a replica running with --shards claimed a shard Lease while this one led; exiting without draining the queues");
+                    std::process::exit(1);
+                }
             }
         }
         Leader::Unchallenged => cancel.cancelled().await,

@@ -5,10 +5,10 @@
 //! kube's own `ClientBuilder::try_from(Config)` offers only HTTP/1.1 and a connection pool per client,
 //! so a burst of a few hundred pod creates opened as many TLS connections, each with a handshake on
 //! both sides, and every client kept its own idle ones. This module builds the layers kube builds
-//! (base URI, kube's retry of throttled answers, credentials, extra headers, over a rustls connector
-//! made from the same configuration) around a hyper client that offers `h2` by ALPN, falls back to
-//! HTTP/1.1 where the server does not take it, and checks an HTTP/2 connection's health with pings
-//! as client-go does.
+//! (base URI, credentials, extra headers, over a rustls connector made from the same configuration)
+//! around a hyper client that offers `h2` by ALPN, falls back to HTTP/1.1 where the server does not
+//! take it, and checks an HTTP/2 connection's health with pings as client-go does. It has no retry:
+//! each client retries above its token bucket and write fence (`crate::retry`).
 
 use std::time::Duration;
 
@@ -19,9 +19,9 @@ use hyper_util::{
     client::legacy::{Client as HyperClient, connect::HttpConnector},
     rt::{TokioExecutor, TokioTimer},
 };
-use kube::client::{Body, ConfigExt as _, retry::RetryPolicy};
+use kube::client::{Body, ConfigExt as _};
 use rustls::pki_types::{InvalidDnsNameError, ServerName};
-use tower::{BoxError, ServiceBuilder, ServiceExt as _, retry::RetryLayer, util::BoxCloneSyncService};
+use tower::{BoxError, ServiceBuilder, ServiceExt as _, util::BoxCloneSyncService};
 
 /// How long an HTTP/2 connection may read nothing before a ping checks it (client-go:
 /// `ReadIdleTimeout`, `readIdleTimeoutSeconds()` in apimachinery's pkg/util/net/http.go). A watch
@@ -88,14 +88,8 @@ pub fn shared(config: &kube::Config) -> Result<Transport, TransportError> {
         .http2_initial_connection_window_size(HTTP2_CONNECTION_WINDOW)
         .build(https);
 
-    // kube's order: the retry of 429/503/504 answers (honouring Retry-After, as client-go's request
-    // does) sits outside the credentials, so that each attempt takes a fresh token.
-    let retry = config
-        .default_retry
-        .then(|| RetryLayer::new(RetryPolicy::server_retry()));
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
-        .option_layer(retry)
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)
         .map_err(BoxError::from)

@@ -8,6 +8,10 @@ pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
 pub const DEFAULT_RENEW_DEADLINE: Duration = Duration::from_secs(10);
 /// How often candidates try to acquire and the leader renews (component-base default).
 pub const DEFAULT_RETRY_PERIOD: Duration = Duration::from_secs(2);
+/// The least time a fenced holder keeps between the end of its write window (renew deadline) and
+/// the earliest takeover by another clock (the lease duration as the record stores it, in whole
+/// seconds): the budget for a write's flight and for observation lag (`docs/scale-out.md`).
+pub const MIN_FENCE_MARGIN: Duration = Duration::from_secs(2);
 /// Retry waits are jittered by up to this factor (client-go `JitterFactor`).
 pub const JITTER_FACTOR: f64 = 1.2;
 
@@ -37,6 +41,14 @@ pub enum ConfigError {
     NoIdentity,
     #[error("the lease name and namespace must not be empty")]
     NoLease,
+    #[error(
+        "whole seconds of leaseDuration ({lease:?}) minus renewDeadline ({renew:?}) must be at least {needed:?} when a fence relies on them"
+    )]
+    NoFenceMargin {
+        lease: Duration,
+        renew: Duration,
+        needed: Duration,
+    },
 }
 
 impl LeaderElectionConfig {
@@ -76,6 +88,23 @@ impl LeaderElectionConfig {
         }
         Ok(())
     }
+
+    /// For a holder that fences its writes with the renew deadline (sharded kcm-rs): the record
+    /// stores the lease duration truncated to whole seconds, and others may take over that long
+    /// after a renewal, so floor(leaseDuration) − renewDeadline must be at least
+    /// max([`MIN_FENCE_MARGIN`], leaseDuration / 4).
+    pub fn validate_fence_margin(&self) -> Result<(), ConfigError> {
+        let stored = Duration::from_secs(self.lease_duration.as_secs());
+        let needed = MIN_FENCE_MARGIN.max(self.lease_duration / 4);
+        if stored.saturating_sub(self.renew_deadline) < needed {
+            return Err(ConfigError::NoFenceMargin {
+                lease: self.lease_duration,
+                renew: self.renew_deadline,
+                needed,
+            });
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -101,5 +130,25 @@ mod tests {
         let mut c = ok.clone();
         c.identity.clear();
         assert_eq!(c.validate(), Err(ConfigError::NoIdentity));
+    }
+
+    #[test]
+    fn a_fence_needs_a_margin_after_the_stored_lease_duration() {
+        let ok = LeaderElectionConfig::new("kube-system", "kcm-rs", "me");
+        assert_eq!(ok.validate_fence_margin(), Ok(()), "15 s and 10 s leave 5 s");
+        let mut c = ok.clone();
+        c.lease_duration = Duration::from_millis(15_500);
+        c.renew_deadline = Duration::from_millis(15_200);
+        assert!(c.validate().is_ok(), "valid for an election");
+        assert!(matches!(
+            c.validate_fence_margin(),
+            Err(ConfigError::NoFenceMargin { .. })
+        ));
+        c.lease_duration = Duration::from_secs(11);
+        c.renew_deadline = Duration::from_secs(10);
+        assert!(c.validate_fence_margin().is_err(), "1 s is too little");
+        c.lease_duration = Duration::from_secs(40);
+        c.renew_deadline = Duration::from_secs(31);
+        assert!(c.validate_fence_margin().is_err(), "below a quarter of 40 s");
     }
 }

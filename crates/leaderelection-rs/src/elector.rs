@@ -246,30 +246,21 @@ impl LeaderElector {
 
     /// Takes `lease`, read by someone else just now (a LIST of many Leases), as this candidate's own
     /// observation, so that its expiry clock runs from when the record was first seen to change, as if
-    /// it had tried all along. `None`: the Lease does not exist.
+    /// it had tried all along. `None`: the Lease does not exist; the last record seen is kept, so a
+    /// Lease held by another and then deleted counts as held until that record would have expired.
     pub async fn observe(&self, lease: Option<&Lease>) {
         let mut observed = self.observed.lock().await;
         match lease {
             Some(lease) => {
                 observed.note(lease);
             }
-            None => {
-                observed.record = None;
-                observed.lease = None;
-            }
+            None => observed.lease = None,
         }
     }
 
     /// Whether another candidate holds the lease and it has not expired by this candidate's clock.
     pub async fn held_by_other(&self) -> bool {
-        let observed = self.observed.lock().await;
-        let Some(record) = &observed.record else {
-            return false;
-        };
-        let holder = record.holder_identity.as_deref().unwrap_or_default();
-        !holder.is_empty()
-            && holder != self.config.identity
-            && observed.changed_at + duration_of(record) > Instant::now()
+        self.observed.lock().await.held_by_other(&self.config.identity)
     }
 
     /// One attempt (client-go `tryAcquireOrRenew`): create the lease, or take it over when it has
@@ -285,6 +276,11 @@ impl LeaderElector {
         };
         let mut observed = self.observed.lock().await;
         let Some(mut lease) = existing else {
+            // Deleted while another held it: its holder may still act until the record it last
+            // wrote expires, so wait for that (client-go creates a missing lock at once).
+            if observed.held_by_other(&self.config.identity) {
+                return false;
+            }
             let lease = Lease {
                 metadata: ObjectMeta {
                     name: Some(self.config.name.clone()),
@@ -376,6 +372,15 @@ impl LeaderElector {
 }
 
 impl Observed {
+    /// The last record seen names a holder other than `identity` and has not expired by this clock.
+    fn held_by_other(&self, identity: &str) -> bool {
+        let Some(record) = &self.record else {
+            return false;
+        };
+        let holder = record.holder_identity.as_deref().unwrap_or_default();
+        !holder.is_empty() && holder != identity && self.changed_at + duration_of(record) > Instant::now()
+    }
+
     /// Remembers `lease` as read now, restarting the expiry clock when its record changed.
     fn note(&mut self, lease: &Lease) -> LeaseSpec {
         let record = lease.spec.clone().unwrap_or_default();

@@ -223,3 +223,35 @@ async fn an_observed_lease_expires_by_this_clock_and_try_lead_takes_it() {
     e.stop_leading();
     assert!(!e.is_leader());
 }
+
+/// A Lease held by another and then deleted is not created anew at once: its holder may act until
+/// the record it last wrote expires by this clock.
+#[tokio::test(start_paused = true)]
+async fn a_deleted_lease_counts_as_held_until_its_last_record_expires() {
+    let (e, fake) = elector();
+    let theirs = Lease {
+        metadata: ObjectMeta {
+            name: Some("kcm-rs".into()),
+            resource_version: Some("3".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some("them".into()),
+            lease_duration_seconds: Some(15),
+            ..LeaseSpec::default()
+        }),
+    };
+    e.observe(Some(&theirs)).await;
+    e.observe(None).await; // deleted; the fake has no Lease either
+    assert!(e.held_by_other().await);
+    assert_eq!(e.try_lead().await, None);
+    assert_eq!(
+        fake.holder().await,
+        None,
+        "not created while the last record is live"
+    );
+    tokio::time::sleep(Duration::from_secs(16)).await;
+    assert!(!e.held_by_other().await);
+    assert!(e.try_lead().await.is_some());
+    assert_eq!(fake.holder().await.as_deref(), Some("me"));
+}

@@ -13,7 +13,7 @@ mod for_life;
 
 pub use config::{
     ConfigError, DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, JITTER_FACTOR,
-    LeaderElectionConfig,
+    LeaderElectionConfig, MIN_FENCE_MARGIN,
 };
 pub use elector::{LeaderElector, LeadershipLost, duration_of};
 pub use for_life::{FOR_LIFE_INITIAL_BACKOFF, FOR_LIFE_MAX_BACKOFF, ForLifeError, LeaderForLife};

@@ -1,19 +1,25 @@
 //! One held shard: its informers and controllers, its renewals, and how it ends.
 //!
-//! Started only after the shard's Lease was won, so the informers' first list begins after
-//! acquisition and the work queues and expectations start empty, as after a restart. The task
-//! renews the Lease every retry period and moves the write fence with each success. It ends in one
-//! of two ways. Released (surplus, or SIGTERM): stop taking keys, let in-flight syncs finish, close
-//! the fence, then give the Lease up; if the syncs did not finish in time, the Lease is left to
-//! expire instead, so a write still in flight has a lease duration to land before anyone else acts.
-//! Lost (no successful renewal within the renew deadline): close the fence and abort at once, as a
-//! lost leader lease exits the process; the other shards keep running.
+//! Started only after the shard's Lease was won and a list after that showed no overlapping claim of
+//! another layout (`claims`), so the informers' first list begins after acquisition and the work
+//! queues and expectations start empty, as after a restart. The task renews the Lease every retry
+//! period; each success is a new claim, which moves the write fence only once the manager's next list,
+//! begun after it, shows no overlapping claim either (a holder paused past its lease renews its own
+//! Lease fine while another layout serves the range). It ends in one
+//! of two ways. Released (surplus, or SIGTERM): stop taking keys and let in-flight syncs finish while
+//! the renewals go on, so the fence stays open for the drain; then close the fence, abort whatever
+//! is left of the shard's tasks (a write waiting to be retried among them), and give the Lease up,
+//! or, if the syncs did not finish in time, leave it to expire, so that a write already on the wire
+//! has a lease duration to land before anyone else acts. Lost (no successful renewal within the
+//! renew deadline, also during a drain): close the fence and abort at once, as a lost leader lease
+//! exits the process; the other shards keep running.
 
 use std::{sync::Arc, time::Duration};
 
 use controller::Started;
 use informer::{Shard, ShardSet};
 use leaderelection::LeaderElector;
+use parking_lot::Mutex;
 use tokio::{task::JoinHandle, time::Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -35,6 +41,16 @@ pub struct Held {
     pub release: CancellationToken,
     pub task: JoinHandle<()>,
     pub synced: Arc<std::sync::atomic::AtomicBool>,
+    /// The last successful renewal not yet confirmed: when it started, and when its answer came.
+    renewed: Arc<Mutex<Option<Renewal>>>,
+    /// Another layout's claim overlapped it: being given up, never confirmed again.
+    pub conflict: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Renewal {
+    started: Instant,
+    answered: Instant,
 }
 
 impl Held {
@@ -42,10 +58,14 @@ impl Held {
     pub fn start(shared: Arc<Shared>, shard: Shard, elector: Arc<LeaderElector>, won_at: Instant) -> Self {
         let release = CancellationToken::new();
         let synced = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let renewed = Arc::new(Mutex::new(None));
         let task = tokio::spawn(hold(
-            shared,
-            shard,
-            elector,
+            Hold {
+                shared,
+                shard,
+                elector,
+                renewed: renewed.clone(),
+            },
             won_at,
             release.clone(),
             synced.clone(),
@@ -56,23 +76,42 @@ impl Held {
             release,
             task,
             synced,
+            renewed,
+            conflict: false,
         }
+    }
+
+    /// The start of the last successful renewal answered before `listed_at`, taken: a list begun
+    /// then that shows no overlapping claim confirms it.
+    pub fn unconfirmed(&self, listed_at: Instant) -> Option<Instant> {
+        let mut renewed = self.renewed.lock();
+        let r = renewed.filter(|r| r.answered <= listed_at)?;
+        *renewed = None;
+        Some(r.started)
     }
 }
 
+/// What the holding task works with.
+struct Hold {
+    shared: Arc<Shared>,
+    shard: Shard,
+    elector: Arc<LeaderElector>,
+    renewed: Arc<Mutex<Option<Renewal>>>,
+}
+
 enum End {
-    Released,
+    /// Asked to release; the last successful renewal started then.
+    Released(Instant),
     Lost,
 }
 
 async fn hold(
-    shared: Arc<Shared>,
-    shard: Shard,
-    elector: Arc<LeaderElector>,
+    h: Hold,
     won_at: Instant,
     release: CancellationToken,
     synced_flag: Arc<std::sync::atomic::AtomicBool>,
 ) {
+    let (shared, shard, elector) = (h.shared.clone(), h.shard, h.elector.clone());
     let cfg = elector.config().clone();
     shared.fence.renewed(shard, won_at + cfg.renew_deadline);
     let lease = NameLabel {
@@ -110,65 +149,72 @@ async fn hold(
             tracing::info!(%shard, "shard's caches synced; writes open");
         })
     };
+    let mut running = running;
     let end = if running.is_empty() {
-        End::Released
+        End::Released(won_at)
     } else {
-        renew(&shared, shard, &elector, won_at, &release).await
+        renew(&h, won_at, &release).await
     };
     watch_synced.abort();
-    match end {
-        End::Lost => {
-            shared.fence.close(shard);
-            token.cancel();
-            for c in &running {
-                c.task.abort();
+    token.cancel();
+    let drained = match end {
+        End::Lost => false,
+        End::Released(last) => {
+            let tasks = futures::future::join_all(running.iter_mut().map(|c| &mut c.task));
+            let never = CancellationToken::new();
+            tokio::select! {
+                done = tokio::time::timeout(SHUTDOWN_TIMEOUT, tasks) => done.is_ok(),
+                // Lost while draining: stop at once, as below.
+                _ = renew(&h, last, &never) => false,
             }
+        }
+    };
+    shared.fence.close(shard);
+    for c in &running {
+        c.task.abort();
+    }
+    match (end, drained) {
+        (End::Released(_), true) => {
+            elector.release().await;
+            tracing::info!(%shard, "released shard");
+        }
+        (End::Released(_), false) => {
+            elector.stop_leading();
+            tracing::warn!(%shard, "in-flight syncs did not finish in time; leaving the lease to expire");
+        }
+        (End::Lost, _) => {
             elector.stop_leading();
             tracing::error!(%shard, "shard lease not renewed within the renew deadline; stopped its controllers without draining");
-        }
-        End::Released => {
-            token.cancel();
-            let tasks = futures::future::join_all(running.into_iter().map(|c| c.task));
-            let drained = tokio::time::timeout(SHUTDOWN_TIMEOUT, tasks).await.is_ok();
-            shared.fence.close(shard);
-            if drained {
-                elector.release().await;
-            } else {
-                elector.stop_leading();
-                tracing::warn!(%shard, "in-flight syncs did not finish in time; leaving the lease to expire");
-            }
-            tracing::info!(%shard, "released shard");
         }
     }
     shared.health.remove_controllers(&format!("/{shard}"));
     shared.metrics.leader.get_or_create(&lease).set(0);
 }
 
-/// Renews every retry period until released (Released) or no renewal succeeds within the renew
-/// deadline of the last success's start (Lost). Each success moves the fence.
-async fn renew(
-    shared: &Shared,
-    shard: Shard,
-    elector: &LeaderElector,
-    won_at: Instant,
-    release: &CancellationToken,
-) -> End {
+/// Renews every retry period until released (Released, with the last success's start) or no renewal
+/// succeeds within the renew deadline of the last success's start (Lost). Each success waits for the
+/// manager's confirmation to move the fence.
+async fn renew(h: &Hold, won_at: Instant, release: &CancellationToken) -> End {
+    let elector = &h.elector;
     let cfg = elector.config();
     let mut last = won_at;
     loop {
         tokio::select! {
-            () = release.cancelled() => return End::Released,
+            () = release.cancelled() => return End::Released(last),
             () = tokio::time::sleep(cfg.retry_period) => {}
         }
         let deadline = last + cfg.renew_deadline;
         let attempt = tokio::select! {
-            () = release.cancelled() => return End::Released,
+            () = release.cancelled() => return End::Released(last),
             a = tokio::time::timeout_at(deadline, elector.try_lead()) => a,
         };
         match attempt {
             Ok(Some(started)) => {
                 last = started;
-                shared.fence.renewed(shard, started + cfg.renew_deadline);
+                *h.renewed.lock() = Some(Renewal {
+                    started,
+                    answered: Instant::now(),
+                });
             }
             Ok(None) | Err(_) if Instant::now() >= deadline => return End::Lost,
             Ok(None) | Err(_) => {}

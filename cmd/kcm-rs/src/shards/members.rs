@@ -114,6 +114,12 @@ impl Members {
         self.live.iter().any(|n| count_of(n) != Some(self.count))
     }
 
+    /// Among the live members, the first by name runs with this replica's shard count: when no
+    /// layout serves, that one starts, and every replica agrees which.
+    pub fn first_layout(&self) -> bool {
+        self.live.first().is_none_or(|n| count_of(n) == Some(self.count))
+    }
+
     pub fn live_names(&self) -> impl Iterator<Item = &str> {
         self.live.iter().map(String::as_str)
     }

@@ -11,10 +11,12 @@
 //! * `crate::fence`: the write fence in the controllers' clients;
 //! * `crate::shard_selector`: the `shardSelector` on the shard informers' requests.
 
+mod claims;
 mod held;
 mod members;
 mod plan;
 mod shared;
+mod unsharded;
 
 use std::{collections::BTreeMap, sync::Arc};
 
@@ -28,10 +30,12 @@ use serde::Serialize;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use claims::Claims;
 use held::Held;
 use members::{Members, member_lease_name};
 pub use shared::Shared;
 use shared::shard_lease_name;
+pub use unsharded::Exclusion;
 
 use crate::client::LEADER_ELECTION;
 
@@ -85,6 +89,10 @@ pub async fn run(
     };
     let member_name = member_lease_name(count, &shared.identity);
     let member = elector(member_name.clone())?;
+    member
+        .config()
+        .validate_fence_margin()
+        .context("sharded leader election flags")?;
     let shards: Vec<Shard> = Shard::all(count)?.collect();
     let electors = shards
         .iter()
@@ -92,8 +100,11 @@ pub async fn run(
         .collect::<anyhow::Result<Vec<_>>>()?;
     let leases: Api<Lease> = Api::namespaced(client.clone(), &args.leader_elect_resource_namespace);
     let mut members = Members::new(member_name, count, Instant::now());
+    let mut claims = Claims::new(&args.leader_elect_resource_name);
     let mut held: BTreeMap<u32, Held> = BTreeMap::new();
     let joined = Instant::now();
+    // After two claimers saw each other, each waits a random while before claiming again.
+    let mut acquire_after = joined;
     tracing::info!(shards = count, identity = %shared.identity, "sharing the work by namespace hash");
     loop {
         tokio::select! {
@@ -103,6 +114,7 @@ pub async fn run(
         if member.try_lead().await.is_none() {
             tracing::warn!("could not renew this replica's membership Lease");
         }
+        let listed_at = Instant::now();
         let list = match leases.list(&ListParams::default()).await {
             Ok(l) => l.items,
             Err(e) => {
@@ -112,17 +124,23 @@ pub async fn run(
         };
         let now = Instant::now();
         members.observe(&list, now);
+        claims.observe(&list, now);
+        confirm(&shared, &mut held, &claims, listed_at, now);
         let mut free = Vec::new();
         for (shard, e) in shards.iter().zip(&electors) {
             let name = &e.config().name;
             e.observe(list.iter().find(|l| l.metadata.name.as_ref() == Some(name)))
                 .await;
-            if !held.contains_key(&shard.index()) && !e.held_by_other().await {
+            if !held.contains_key(&shard.index())
+                && !e.held_by_other().await
+                && !claims.blocks(*shard, &shared.identity, now)
+            {
                 free.push(shard.index());
             }
         }
         held.retain(|_, h| !h.task.is_finished());
         let mine: Vec<u32> = held.keys().copied().collect();
+        let mixed = members.mixed();
         let view = plan::View {
             identity: &shared.identity,
             count,
@@ -130,26 +148,48 @@ pub async fn run(
             held: &mine,
             free: &free,
             stable: members.stable(now, args.leader_elect_lease_duration),
-            mixed: members.mixed(),
+            mixed,
+            serving: claims.layout_serves(count, now) || (!claims.any_live(now) && members.first_layout()),
         };
         // A replica that just joined waits two rounds, so that replicas started together first see
         // each other's membership Leases instead of all taking everything.
-        let plan = if now < joined + args.leader_elect_retry_period * 2 {
-            plan::Plan::default()
+        let plan = if now < joined + args.leader_elect_retry_period * 2 || now < acquire_after {
+            plan::Plan {
+                release: plan::plan(&view).release,
+                ..plan::Plan::default()
+            }
         } else {
             plan::plan(&view)
         };
         if view.mixed {
-            tracing::warn!("a live member runs with another --shards; acquiring nothing");
+            tracing::warn!(
+                serving = view.serving,
+                "a live member runs with another --shards; this layout {}",
+                if view.serving {
+                    "keeps serving and releases nothing"
+                } else {
+                    "waits for the other"
+                }
+            );
         }
+        let mut won = Vec::new();
         for index in plan.acquire {
-            let shard = shards[index as usize];
             if let Some(won_at) = electors[index as usize].try_lead().await {
-                held.insert(
-                    index,
-                    Held::start(shared.clone(), shard, electors[index as usize].clone(), won_at),
-                );
+                won.push((index, won_at));
             }
+        }
+        if !won.is_empty() && !check_claims(&leases, &mut claims, &shards, &won, &shared.identity).await {
+            for (index, _) in won.drain(..) {
+                electors[index as usize].release().await;
+            }
+            acquire_after = Instant::now() + jittered(args.leader_elect_retry_period * 2);
+        }
+        for (index, won_at) in won {
+            let shard = shards[index as usize];
+            held.insert(
+                index,
+                Held::start(shared.clone(), shard, electors[index as usize].clone(), won_at),
+            );
         }
         for index in plan.release {
             if let Some(h) = held.get(&index) {
@@ -174,6 +214,65 @@ pub async fn run(
     }
     member.release().await;
     Ok(())
+}
+
+/// Moves the fence of every held shard whose last renewal was answered before `listed_at`, unless an
+/// overlapping claim of another layout is live: then the shard is given up at once, its fence closed.
+fn confirm(
+    shared: &Shared,
+    held: &mut BTreeMap<u32, Held>,
+    claims: &Claims,
+    listed_at: Instant,
+    now: Instant,
+) {
+    let renew_deadline = shared.args.leader_elect_renew_deadline;
+    for h in held.values_mut().filter(|h| !h.conflict) {
+        let Some(started) = h.unconfirmed(listed_at) else {
+            continue;
+        };
+        if claims.blocks(h.shard, &shared.identity, now) {
+            tracing::warn!(shard = %h.shard, "a claim of another layout overlaps this shard; giving it up");
+            h.conflict = true;
+            shared.fence.close(h.shard);
+            h.release.cancel();
+        } else {
+            shared.fence.renewed(h.shard, started + renew_deadline);
+        }
+    }
+}
+
+/// After winning `won`, lists the Leases again (a read begun after the claims were committed): true
+/// when none of them overlaps a live claim of another layout. Of two layouts claiming at once, the
+/// later claimer always sees the earlier one; both may back off.
+async fn check_claims(
+    leases: &Api<Lease>,
+    claims: &mut Claims,
+    shards: &[Shard],
+    won: &[(u32, Instant)],
+    identity: &str,
+) -> bool {
+    let list = match leases.list(&ListParams::default()).await {
+        Ok(l) => l.items,
+        Err(e) => {
+            tracing::warn!("listing the Leases after claiming: {e}; giving the claims up");
+            return false;
+        }
+    };
+    let now = Instant::now();
+    claims.observe(&list, now);
+    let clash = won
+        .iter()
+        .map(|(i, _)| shards[*i as usize])
+        .find(|s| claims.blocks(*s, identity, now));
+    if let Some(s) = clash {
+        tracing::warn!(shard = %s, "another layout claimed an overlapping range meanwhile; backing off");
+    }
+    clash.is_none()
+}
+
+/// `d` times a random factor from 1 to 2.
+fn jittered(d: std::time::Duration) -> std::time::Duration {
+    d.mul_f64(1.0 + rand::random::<f64>())
 }
 
 fn snapshot(

@@ -6,8 +6,14 @@
 //! replicas starting together prefer different shards and the same replica prefers the same shards
 //! after a restart of another. Above it, the replica releases its lowest-scored shards, but only
 //! once the membership has been stable for a lease duration (see `members`), so a member that
-//! flaps costs no churn. Nothing is acquired while a live member runs with another shard count:
-//! their ranges would overlap under other Lease names.
+//! flaps costs no churn.
+//!
+//! While a live member runs with another shard count (a layout change under way), the layout that
+//! serves (holds a live claim) keeps serving: its replicas take every free shard of theirs, whatever
+//! the share, and release nothing, so the shards of its replicas that leave are taken over at once;
+//! the other layout takes nothing until the serving one is gone. Its shards are then free, and it
+//! takes them after one handover. Which shards are free already excludes overlapping claims of
+//! other layouts (`claims`).
 
 use informer::fnv1a64;
 
@@ -27,6 +33,9 @@ pub struct View<'a> {
     pub stable: bool,
     /// A live member runs with another shard count.
     pub mixed: bool,
+    /// This replica's layout serves: a live claim of its shard count exists (or none of any layout
+    /// does, and this layout comes first among the live members).
+    pub serving: bool,
 }
 
 /// What to do this round.
@@ -43,15 +52,22 @@ pub fn target(count: u32, live: usize) -> usize {
 }
 
 pub fn plan(v: &View<'_>) -> Plan {
-    let target = target(v.count, v.live);
+    if v.mixed && !v.serving {
+        return Plan::default();
+    }
+    let target = if v.mixed {
+        v.count as usize
+    } else {
+        target(v.count, v.live)
+    };
     let score = |shard: &u32| fnv1a64(format!("{}/{shard}", v.identity).as_bytes());
     let mut plan = Plan::default();
-    if v.held.len() < target && !v.mixed {
+    if v.held.len() < target {
         let mut free: Vec<u32> = v.free.iter().copied().filter(|s| !v.held.contains(s)).collect();
         free.sort_by_key(|s| std::cmp::Reverse(score(s)));
         free.truncate(target - v.held.len());
         plan.acquire = free;
-    } else if v.held.len() > target && v.stable {
+    } else if v.held.len() > target && v.stable && !v.mixed {
         let mut held = v.held.to_vec();
         held.sort_by_key(score);
         held.truncate(v.held.len() - target);
@@ -77,6 +93,7 @@ mod tests {
             free,
             stable: true,
             mixed: false,
+            serving: true,
         }
     }
 
@@ -109,11 +126,18 @@ mod tests {
     }
 
     #[test]
-    fn nothing_is_acquired_beside_a_member_with_another_count() {
+    fn beside_another_layout_the_serving_one_takes_every_free_shard_and_the_other_waits() {
         let all: Vec<u32> = (0..12).collect();
         let mut v = view("a", &[], &all, 2);
         v.mixed = true;
+        v.serving = false;
         assert_eq!(plan(&v), Plan::default());
+        v.serving = true;
+        assert_eq!(plan(&v).acquire.len(), 12);
+        let held: Vec<u32> = (0..12).collect();
+        let mut v = view("a", &held, &[], 4);
+        v.mixed = true;
+        assert_eq!(plan(&v), Plan::default(), "nothing released while mixed");
     }
 
     /// Rounds of every replica planning and acting, each taking what it planned if still free,
@@ -133,6 +157,7 @@ mod tests {
                     free: &free,
                     stable: true,
                     mixed: false,
+                    serving: true,
                 });
                 held[i].extend(p.acquire);
                 for r in p.release {
@@ -158,7 +183,7 @@ mod tests {
         fn replicas_never_plan_past_their_share(count in 1..64u32, live in 1..8usize, held_n in 0..64usize, id in "[a-z]{1,8}") {
             let held: Vec<u32> = (0..count).take(held_n).collect();
             let free: Vec<u32> = (0..count).skip(held_n).collect();
-            let p = plan(&View { identity: &id, count, live, held: &held, free: &free, stable: true, mixed: false });
+            let p = plan(&View { identity: &id, count, live, held: &held, free: &free, stable: true, mixed: false, serving: true });
             let t = target(count, live);
             prop_assert!(held.len() + p.acquire.len() <= t.max(held.len()));
             prop_assert!(held.len() - p.release.len() >= t.min(held.len()));

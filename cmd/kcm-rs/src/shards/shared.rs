@@ -6,9 +6,18 @@ use informer::{ServerSharding, Shard};
 
 use crate::{client::Clients, fence::WriteFence, flags::Args, metrics::Metrics, server::Health};
 
+/// Every shard Lease's name starts with this.
+const SHARD_PREFIX: &str = "kcm-rs-shard-";
+
 /// The Lease of shard `shard`.
 pub fn shard_lease_name(shard: Shard) -> String {
-    format!("kcm-rs-shard-{shard}")
+    format!("{SHARD_PREFIX}{shard}")
+}
+
+/// The shard a shard Lease name stands for, of whatever count.
+pub fn shard_of_lease_name(name: &str) -> Option<Shard> {
+    let (index, count) = name.strip_prefix(SHARD_PREFIX)?.split_once("-of-")?;
+    Shard::new(index.parse().ok()?, count.parse().ok()?).ok()
 }
 
 /// What every held shard is started from.
