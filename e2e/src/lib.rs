@@ -17,6 +17,7 @@ pub mod random_differential;
 pub mod replicaset_scenarios;
 pub mod serving;
 mod shard_audit;
+pub mod shard_workloads;
 pub mod soak;
 mod wait;
 

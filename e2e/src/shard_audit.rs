@@ -54,13 +54,14 @@ struct Write {
     what: String,
 }
 
-/// Checks `log` (JSON lines) for writes of the replicas `identities` into the namespaces `lease_of`
-/// maps to a shard Lease name (the others are not checked). Errors list every write outside its
-/// sender's terms, or what could not be read.
+/// Checks `log` (JSON lines) for writes of the replicas `identities` into the namespaces `leases_of`
+/// maps to the shard Leases covering them, one per layout (namespaces it maps to none are not
+/// checked). A write must lie in one of its sender's terms on one of those Leases. Errors list every
+/// write outside its sender's terms, or what could not be read.
 pub fn check_writes_within_terms(
     log: &str,
     identities: &[String],
-    lease_of: impl Fn(&str) -> Option<String>,
+    leases_of: impl Fn(&str) -> Vec<String>,
 ) -> Result<AuditSummary, Vec<String>> {
     let ours: HashSet<&str> = identities.iter().map(String::as_str).collect();
     let mut lease_writes: BTreeMap<String, Vec<(String, String, String)>> = BTreeMap::new();
@@ -105,7 +106,7 @@ pub fn check_writes_within_terms(
                     .or_default()
                     .push((answered, arrived, holder.to_owned()));
             }
-        } else if lease_of(namespace).is_some() {
+        } else if !leases_of(namespace).is_empty() {
             writes.push(Write {
                 identity: identity.to_owned(),
                 namespace: namespace.to_owned(),
@@ -136,22 +137,21 @@ pub fn check_writes_within_terms(
     }
     for w in &writes {
         *summary.writes.entry(w.identity.clone()).or_default() += 1;
-        let lease = lease_of(&w.namespace).expect("filtered above");
-        let within = terms.get(&lease).is_some_and(|ts| {
-            ts.iter().any(|t| {
-                t.holder == w.identity
-                    && t.from <= w.arrived
-                    && t.until.as_ref().is_none_or(|until| w.arrived < *until)
+        let leases = leases_of(&w.namespace);
+        let within = leases.iter().any(|lease| {
+            terms.get(lease).is_some_and(|ts| {
+                ts.iter().any(|t| {
+                    t.holder == w.identity
+                        && t.from <= w.arrived
+                        && t.until.as_ref().is_none_or(|until| w.arrived < *until)
+                })
             })
         });
         if !within {
+            let theirs: Vec<_> = leases.iter().map(|l| (l, terms.get(l))).collect();
             errors.push(format!(
-                "{} by {} arrived at {} outside its terms on {lease} (namespace {}); the terms: {:?}",
-                w.what,
-                w.identity,
-                w.arrived,
-                w.namespace,
-                terms.get(&lease)
+                "{} by {} arrived at {} outside its terms on {leases:?} (namespace {}); the terms: {theirs:?}",
+                w.what, w.identity, w.arrived, w.namespace,
             ));
         }
     }

@@ -38,7 +38,11 @@ fn write(second: u32, by: &str, namespace: &str) -> String {
 
 fn check(lines: &[String]) -> Result<AuditSummary, Vec<String>> {
     check_writes_within_terms(&lines.join("\n"), &[A.to_owned(), B.to_owned()], |ns| {
-        (ns == "ns").then(|| "kcm-rs-shard-0-of-2".to_owned())
+        if ns == "ns" {
+            vec!["kcm-rs-shard-0-of-2".to_owned()]
+        } else {
+            Vec::new()
+        }
     })
 }
 

@@ -15,29 +15,20 @@ use std::{
 };
 
 use futures::future::join_all;
-use k8s_openapi::api::{
-    apps::v1::{Deployment, ReplicaSet},
-    batch::v1::Job,
-    coordination::v1::Lease,
-    core::v1::{Namespace, Pod},
-};
+use k8s_openapi::api::coordination::v1::Lease;
 use kcm_rs_e2e::{
-    Cluster, KcmRs, Mode, ModeGuard, deployment_scenarios::deployment_manifest, job_scenarios::job_manifest,
-    replicaset_scenarios::rs_manifest, wait_for,
+    Cluster, KcmRs, Mode, ModeGuard,
+    shard_workloads::{
+        GateGuard, converged_exactly, create_workloads, delete_namespaces, pod_recorder, scale,
+    },
+    wait_for,
 };
-use kube::{
-    Api, ResourceExt as _,
-    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
-};
+use kube::{Api, ResourceExt as _, api::ListParams};
 use parking_lot::Mutex;
 use serde_json::json;
 
 const SHARDS: usize = 12;
 const NAMESPACES: usize = 40;
-/// Each namespace: a Deployment and a ReplicaSet scaled from 1 to 3, a Job of 2 completions.
-const SCALED_TO: i32 = 3;
-const JOB_COMPLETIONS: i32 = 2;
-const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
 
 #[tokio::test]
 async fn disruptive_sharded_replicas_with_server_side_sharding() {
@@ -110,20 +101,7 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     spread(&cluster, 2).await;
     println!("SIGTERM: its shards held by the others after {:?}", t.elapsed());
 
-    for ns in &names {
-        converged(&cluster, ns).await;
-    }
-    let seen = seen.lock().clone();
-    let per_ns = usize::try_from(2 * SCALED_TO + JOB_COMPLETIONS).unwrap();
-    let wrong: BTreeMap<&String, usize> = names
-        .iter()
-        .map(|ns| (ns, seen.get(ns).map_or(0, HashSet::len)))
-        .filter(|(_, n)| *n != per_ns)
-        .collect();
-    assert!(
-        wrong.is_empty(),
-        "pods ever created per namespace, expected {per_ns}: {wrong:?}"
-    );
+    converged_exactly(&cluster, &seen, &names).await;
     drop(pods);
     stop_pods.cancel();
     writes_within_terms(&cluster, &identities, &names);
@@ -157,10 +135,7 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     );
 
     drop(replicas);
-    let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
-    for ns in &names {
-        let _ = namespaces.delete(ns, &DeleteParams::default()).await;
-    }
+    delete_namespaces(&cluster, &names).await;
 }
 
 /// Every write the replicas sent into the test's namespaces arrived, by the API server's audit log,
@@ -173,8 +148,9 @@ fn writes_within_terms(cluster: &Cluster, identities: &[String], names: &[String
     let lease_of = |ns: &str| {
         names
             .iter()
-            .any(|n| n == ns)
-            .then(|| format!("kcm-rs-shard-{}-of-{SHARDS}", shard_of(ns).index()))
+            .filter(|n| *n == ns)
+            .map(|_| format!("kcm-rs-shard-{}-of-{SHARDS}", shard_of(ns).index()))
+            .collect()
     };
     let summary = kcm_rs_e2e::check_writes_within_terms(&log, identities, lease_of)
         .unwrap_or_else(|errors| panic!("writes outside their sender's shard terms: {errors:#?}"));
@@ -188,25 +164,6 @@ fn writes_within_terms(cluster: &Cluster, identities: &[String], names: &[String
         summary.total_terms() > SHARDS,
         "shards changed hands: {summary:?}"
     );
-}
-
-/// `hack/cluster.sh sharding <gate> --audit-writes` now, `sharding off` when dropped, also when the
-/// test fails, so the suites after it in the lane find the API server as it was started.
-struct GateGuard(Cluster);
-
-impl GateGuard {
-    fn set(cluster: &Cluster, gate: &str) -> Self {
-        cluster.hack(&["sharding", gate, "--audit-writes"]);
-        GateGuard(cluster.clone())
-    }
-}
-
-impl Drop for GateGuard {
-    fn drop(&mut self) {
-        if let Err(e) = self.0.try_hack(&["sharding", "off"]) {
-            eprintln!("warning: restoring the API server without ShardedListAndWatch: {e}");
-        }
-    }
 }
 
 /// The shard of `ns` among the test's `SHARDS`, as the replicas compute it.
@@ -237,7 +194,7 @@ async fn spread(cluster: &Cluster, holders: usize) {
             for l in list
                 .items
                 .iter()
-                .filter(|l| l.name_any().starts_with("kcm-rs-shard-"))
+                .filter(|l| l.name_any().starts_with("kcm-rs-shard-") && l.name_any().ends_with("-of-12"))
             {
                 let holder = l
                     .spec
@@ -251,120 +208,6 @@ async fn spread(cluster: &Cluster, holders: usize) {
                 Ok(())
             } else {
                 Err(format!("{by_holder:?}"))
-            }
-        },
-    )
-    .await;
-}
-
-/// Records the UID of every pod ever added in the test's namespaces, by namespace.
-async fn pod_recorder(
-    cluster: &Cluster,
-    tag: &str,
-    seen: Arc<Mutex<HashMap<String, HashSet<String>>>>,
-) -> (informer::SharedInformer<Pod>, tokio_util::sync::CancellationToken) {
-    let factory = informer::SharedInformerFactory::new(cluster.client.clone());
-    let pods = factory.namespaced::<Pod>(informer::InformerOptions::default());
-    let suffix = format!("-{tag}");
-    let _registration = pods.add_event_handler(
-        informer::HandlerFns::new().on_add(move |p: &Arc<Pod>, _| {
-            let ns = p.namespace().unwrap_or_default();
-            if ns.ends_with(&suffix) {
-                seen.lock()
-                    .entry(ns)
-                    .or_default()
-                    .insert(p.uid().unwrap_or_default());
-            }
-        }),
-        None,
-    );
-    let cancel = tokio_util::sync::CancellationToken::new();
-    factory.start(&cancel);
-    assert!(informer::wait_for_cache_sync(&cancel, &[&pods]).await);
-    (pods, cancel)
-}
-
-async fn create_workloads(cluster: &Cluster, ns: &str) {
-    let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
-    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
-    namespaces
-        .create(&PostParams::default(), &namespace)
-        .await
-        .unwrap();
-    let pp = PostParams::default();
-    let client = cluster.client.clone();
-    Api::<Deployment>::namespaced(client.clone(), ns)
-        .create(&pp, &deployment_manifest("web", 1, "nginx", json!({})))
-        .await
-        .unwrap();
-    Api::<ReplicaSet>::namespaced(client.clone(), ns)
-        .create(&pp, &rs_manifest("rs", 1, 0))
-        .await
-        .unwrap();
-    let job = job_manifest(
-        "job",
-        &["sh", "-c", "exit 0"],
-        json!({"completions": JOB_COMPLETIONS, "parallelism": 1}),
-    );
-    Api::<Job>::namespaced(client, ns)
-        .create(&pp, &job)
-        .await
-        .unwrap();
-}
-
-async fn scale(cluster: &Cluster, ns: &str) {
-    let patch = json!({"spec": {"replicas": SCALED_TO}});
-    let pp = PatchParams::default();
-    Api::<Deployment>::namespaced(cluster.client.clone(), ns)
-        .patch("web", &pp, &Patch::Merge(&patch))
-        .await
-        .unwrap();
-    Api::<ReplicaSet>::namespaced(cluster.client.clone(), ns)
-        .patch("rs", &pp, &Patch::Merge(&patch))
-        .await
-        .unwrap();
-}
-
-/// The Deployment and the ReplicaSet at 3 ready pods, the Job complete and none of its pods
-/// holding the tracking finalizer.
-async fn converged(cluster: &Cluster, ns: &str) {
-    let client = cluster.client.clone();
-    wait_for(
-        &format!("namespace {ns} to converge"),
-        Duration::from_secs(180),
-        || async {
-            let e = |e: kube::Error| e.to_string();
-            let d = Api::<Deployment>::namespaced(client.clone(), ns)
-                .get("web")
-                .await
-                .map_err(e)?;
-            let available = d.status.and_then(|s| s.available_replicas).unwrap_or(0);
-            let rs = Api::<ReplicaSet>::namespaced(client.clone(), ns)
-                .get("rs")
-                .await
-                .map_err(e)?;
-            let ready = rs.status.and_then(|s| s.ready_replicas).unwrap_or(0);
-            let job = Api::<Job>::namespaced(client.clone(), ns)
-                .get("job")
-                .await
-                .map_err(e)?;
-            let succeeded = job.status.and_then(|s| s.succeeded).unwrap_or(0);
-            let pods = Api::<Pod>::namespaced(client.clone(), ns)
-                .list(&ListParams::default())
-                .await
-                .map_err(e)?;
-            let tracked = pods
-                .items
-                .iter()
-                .filter(|p| p.finalizers().iter().any(|f| f == TRACKING_FINALIZER))
-                .count();
-            if available == SCALED_TO && ready == SCALED_TO && succeeded == JOB_COMPLETIONS && tracked == 0 {
-                Ok(())
-            } else {
-                Err(format!(
-                    "deployment {available} available, replicaset {ready} ready, job {succeeded} succeeded, \
-                 {tracked} pods with the tracking finalizer"
-                ))
             }
         },
     )

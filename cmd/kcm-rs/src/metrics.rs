@@ -62,8 +62,18 @@ pub struct Metrics {
     pub leader: Family<NameLabel, Gauge>,
     /// `kcm_rs_shadow_divergences_total{controller}`.
     pub shadow_divergences: Family<ControllerLabel, Counter>,
+    /// Sharded: `kcm_rs_shards_held`, `kcm_rs_shards_free_observed` and `kcm_rs_shard_layout_mixed`.
+    pub shards: ShardGauges,
     /// The shard whose queues, informers and syncs this handle labels (`for_shard`).
     shard: Option<String>,
+}
+
+/// What a sharded replica says of its shards, set once per manager round.
+#[derive(Clone, Default, Debug)]
+pub struct ShardGauges {
+    pub held: Gauge,
+    pub free: Gauge,
+    pub mixed: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -96,6 +106,7 @@ impl Metrics {
             sync_panics: Family::default(),
             leader: Family::default(),
             shadow_divergences: Family::default(),
+            shards: ShardGauges::default(),
             shard: None,
         };
         let mut r = m.registry.lock();
@@ -189,6 +200,21 @@ impl Metrics {
             "kcm_rs_shadow_divergences",
             "Objects on which shadow mode disagreed with upstream, by controller",
             m.shadow_divergences.clone(),
+        );
+        r.register(
+            "kcm_rs_shards_held",
+            "Shards this replica holds",
+            m.shards.held.clone(),
+        );
+        r.register(
+            "kcm_rs_shards_free_observed",
+            "Shards of this replica's layout that no replica holds, by this replica's clock",
+            m.shards.free.clone(),
+        );
+        r.register(
+            "kcm_rs_shard_layout_mixed",
+            "1 while a live replica runs with another --shards",
+            m.shards.mixed.clone(),
         );
         drop(r);
         m

@@ -27,6 +27,8 @@ type SyncedFn = Arc<dyn Fn() -> bool + Send + Sync>;
 #[derive(Default)]
 pub struct Health {
     elector: Mutex<Option<Arc<LeaderElector>>>,
+    /// Sharded: when the shard manager last completed a round, and how long it may go without.
+    rounds: Mutex<Option<(tokio::time::Instant, Duration)>>,
     /// Controllers running in this process, with a check that their caches have synced.
     controllers: Mutex<Vec<(String, SyncedFn)>>,
 }
@@ -40,6 +42,12 @@ impl std::fmt::Debug for Health {
 impl Health {
     pub fn set_elector(&self, e: Arc<LeaderElector>) {
         *self.elector.lock() = Some(e);
+    }
+
+    /// The shard manager completed a round; `/healthz` and `/livez` fail once none has for `limit`
+    /// (as the leaderElection check fails for an unrenewed lease).
+    pub fn round_done(&self, limit: Duration) {
+        *self.rounds.lock() = Some((tokio::time::Instant::now(), limit));
     }
 
     pub fn add_controller(&self, name: &str, synced: impl Fn() -> bool + Send + Sync + 'static) {
@@ -62,6 +70,9 @@ impl Health {
                 "leaderElection".to_owned(),
                 e.healthy(LEADER_ELECTION_HEALTH_TOLERANCE).await,
             ));
+        }
+        if let Some((last, limit)) = *self.rounds.lock() {
+            out.push(("shardManager".to_owned(), last.elapsed() <= limit));
         }
         for (name, _) in self.controllers.lock().iter() {
             out.push((name.clone(), true));

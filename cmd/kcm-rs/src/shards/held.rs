@@ -45,7 +45,14 @@ pub struct Held {
     renewed: Arc<Mutex<Option<Renewal>>>,
     /// Another layout's claim overlapped it: being given up, never confirmed again.
     pub conflict: bool,
+    /// Released because its caches did not sync within the bound.
+    pub unsynced: Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// A held shard whose caches have not synced after this many lease durations is released, so that
+/// another replica tries it (a replica-local fault moves; a poison object shows in every replica's
+/// log), and this replica leaves it alone for as long again.
+pub const SYNC_BOUND_LEASE_DURATIONS: u32 = 8;
 
 #[derive(Debug, Clone, Copy)]
 struct Renewal {
@@ -59,12 +66,14 @@ impl Held {
         let release = CancellationToken::new();
         let synced = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let renewed = Arc::new(Mutex::new(None));
+        let unsynced = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let task = tokio::spawn(hold(
             Hold {
                 shared,
                 shard,
                 elector,
                 renewed: renewed.clone(),
+                unsynced: unsynced.clone(),
             },
             won_at,
             release.clone(),
@@ -78,6 +87,7 @@ impl Held {
             synced,
             renewed,
             conflict: false,
+            unsynced,
         }
     }
 
@@ -97,6 +107,7 @@ struct Hold {
     shard: Shard,
     elector: Arc<LeaderElector>,
     renewed: Arc<Mutex<Option<Renewal>>>,
+    unsynced: Arc<std::sync::atomic::AtomicBool>,
 }
 
 enum End {
@@ -138,8 +149,17 @@ async fn hold(
     let watch_synced = {
         let flag = synced_flag.clone();
         let token = token.clone();
+        let (release, unsynced) = (release.clone(), h.unsynced.clone());
+        let bound = cfg.lease_duration * SYNC_BOUND_LEASE_DURATIONS;
         tokio::spawn(async move {
+            let deadline = Instant::now() + bound;
             while !checks.iter().all(|c| c()) {
+                if Instant::now() >= deadline {
+                    tracing::error!(%shard, ?bound, "shard's caches did not sync in time; releasing it for another replica to try");
+                    unsynced.store(true, std::sync::atomic::Ordering::Relaxed);
+                    release.cancel();
+                    return;
+                }
                 tokio::select! {
                     () = token.cancelled() => return,
                     () = tokio::time::sleep(Duration::from_millis(100)) => {}

@@ -42,7 +42,12 @@ pub struct Members {
 struct Seen {
     record: LeaseSpec,
     changed_at: Instant,
+    resource_version: Option<String>,
 }
+
+/// A membership Lease unchanged for this many lease durations belonged to a process that is gone
+/// (each start makes a Lease of its own): the others delete it.
+pub const STALE_AFTER_LEASE_DURATIONS: u32 = 10;
 
 impl Members {
     pub fn new(own: String, count: u32, now: Instant) -> Self {
@@ -68,11 +73,13 @@ impl Members {
             }
             present.insert(name.to_owned());
             let record = lease.spec.clone().unwrap_or_default();
+            let resource_version = lease.metadata.resource_version.clone();
             match self.seen.get_mut(name) {
-                Some(s) if s.record == record => {}
+                Some(s) if s.record == record => s.resource_version = resource_version,
                 Some(s) => {
                     s.record = record;
                     s.changed_at = now;
+                    s.resource_version = resource_version;
                 }
                 None => {
                     self.seen.insert(
@@ -80,6 +87,7 @@ impl Members {
                         Seen {
                             record,
                             changed_at: now,
+                            resource_version,
                         },
                     );
                 }
@@ -104,6 +112,11 @@ impl Members {
         self.live.len()
     }
 
+    /// This replica's place among the live members, by name.
+    pub fn rank(&self) -> usize {
+        self.live.iter().position(|n| *n == self.own).unwrap_or(0)
+    }
+
     /// The live set has not changed for `lease_duration`.
     pub fn stable(&self, now: Instant, lease_duration: Duration) -> bool {
         now >= self.changed_at + lease_duration
@@ -118,6 +131,18 @@ impl Members {
     /// layout serves, that one starts, and every replica agrees which.
     pub fn first_layout(&self) -> bool {
         self.live.first().is_none_or(|n| count_of(n) == Some(self.count))
+    }
+
+    /// Other members' Leases unchanged for [`STALE_AFTER_LEASE_DURATIONS`] lease durations, with the
+    /// resourceVersion seen (a delete conditioned on it spares one renewed meanwhile).
+    pub fn stale(&self, now: Instant, lease_duration: Duration) -> Vec<(String, Option<String>)> {
+        self.seen
+            .iter()
+            .filter(|(name, s)| {
+                **name != self.own && now >= s.changed_at + lease_duration * STALE_AFTER_LEASE_DURATIONS
+            })
+            .map(|(name, s)| (name.clone(), s.resource_version.clone()))
+            .collect()
     }
 
     pub fn live_names(&self) -> impl Iterator<Item = &str> {
@@ -195,6 +220,19 @@ mod tests {
         assert_eq!(m.live(), 1);
         m.observe(&[], t + Duration::from_secs(2));
         assert!(m.seen.is_empty());
+    }
+
+    #[test]
+    fn a_member_lease_unchanged_for_ten_lease_durations_is_stale() {
+        let t = Instant::now();
+        let own = member_lease_name(12, "a");
+        let gone = member_lease_name(12, "b");
+        let mut m = Members::new(own.clone(), 12, t);
+        m.observe(&[lease(&own, "a", 1), lease(&gone, "b", 1)], t);
+        assert!(m.stale(t + LD * 9, LD).is_empty());
+        m.observe(&[lease(&own, "a", 1), lease(&gone, "b", 1)], t + LD * 10);
+        assert_eq!(m.stale(t + LD * 10, LD).len(), 1, "never one's own");
+        assert_eq!(m.stale(t + LD * 10, LD)[0].0, gone);
     }
 
     #[test]

@@ -23,7 +23,10 @@ use std::{collections::BTreeMap, sync::Arc};
 use anyhow::Context as _;
 use informer::Shard;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::{Api, api::ListParams};
+use kube::{
+    Api,
+    api::{DeleteParams, ListParams, Preconditions},
+};
 use leaderelection::{LeaderElectionConfig, LeaderElector};
 use parking_lot::Mutex;
 use serde::Serialize;
@@ -37,7 +40,7 @@ pub use shared::Shared;
 use shared::shard_lease_name;
 pub use unsharded::Exclusion;
 
-use crate::client::LEADER_ELECTION;
+use crate::{client::LEADER_ELECTION, server::LEADER_ELECTION_HEALTH_TOLERANCE};
 
 /// What `/debug/shards` shows.
 #[derive(Debug, Default, Clone, Serialize)]
@@ -99,12 +102,14 @@ pub async fn run(
         .map(|s| elector(shard_lease_name(*s)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let leases: Api<Lease> = Api::namespaced(client.clone(), &args.leader_elect_resource_namespace);
-    let mut members = Members::new(member_name, count, Instant::now());
+    let mut members = Members::new(member_name.clone(), count, Instant::now());
     let mut claims = Claims::new(&args.leader_elect_resource_name);
     let mut held: BTreeMap<u32, Held> = BTreeMap::new();
     let joined = Instant::now();
     // After two claimers saw each other, each waits a random while before claiming again.
     let mut acquire_after = joined;
+    // Shards released because their caches did not sync, left alone until then.
+    let mut avoid: BTreeMap<u32, Instant> = BTreeMap::new();
     tracing::info!(shards = count, identity = %shared.identity, "sharing the work by namespace hash");
     loop {
         tokio::select! {
@@ -125,6 +130,7 @@ pub async fn run(
         let now = Instant::now();
         members.observe(&list, now);
         claims.observe(&list, now);
+        delete_stale_members(&leases, &members, now, args.leader_elect_lease_duration).await;
         confirm(&shared, &mut held, &claims, listed_at, now);
         let mut free = Vec::new();
         for (shard, e) in shards.iter().zip(&electors) {
@@ -138,13 +144,23 @@ pub async fn run(
                 free.push(shard.index());
             }
         }
-        held.retain(|_, h| !h.task.is_finished());
+        held.retain(|index, h| {
+            let finished = h.task.is_finished();
+            if finished && h.unsynced.load(std::sync::atomic::Ordering::Relaxed) {
+                let bound = args.leader_elect_lease_duration * held::SYNC_BOUND_LEASE_DURATIONS;
+                avoid.insert(*index, now + bound);
+            }
+            !finished
+        });
+        avoid.retain(|_, until| now < *until);
+        free.retain(|index| !avoid.contains_key(index));
         let mine: Vec<u32> = held.keys().copied().collect();
         let mixed = members.mixed();
         let view = plan::View {
             identity: &shared.identity,
             count,
             live: members.live(),
+            rank: members.rank(),
             held: &mine,
             free: &free,
             stable: members.stable(now, args.leader_elect_lease_duration),
@@ -197,11 +213,18 @@ pub async fn run(
                 h.release.cancel();
             }
         }
+        let gauges = &shared.metrics.shards;
+        gauges.held.set(i64::try_from(held.len()).unwrap_or(i64::MAX));
+        gauges.free.set(i64::try_from(free.len()).unwrap_or(i64::MAX));
+        gauges.mixed.set(i64::from(view.mixed));
+        shared
+            .health
+            .round_done(args.leader_elect_lease_duration + LEADER_ELECTION_HEALTH_TOLERANCE);
         *status.lock() = snapshot(
             &shared,
             &members,
             &held,
-            plan::target(count, view.live),
+            plan::target(count, view.live, view.rank),
             view.mixed,
         );
     }
@@ -212,8 +235,35 @@ pub async fn run(
     for (_, h) in held {
         let _ = h.task.await;
     }
-    member.release().await;
+    // Each start makes a membership Lease of its own: this one's goes with it.
+    member.stop_leading();
+    if let Err(e) = leases.delete(&member_name, &DeleteParams::default()).await {
+        tracing::warn!(lease = %member_name, "deleting this replica's membership Lease: {e}");
+    }
     Ok(())
+}
+
+/// Deletes the membership Leases of processes gone long ago (killed ones never delete their own),
+/// each only if unchanged since it was listed.
+async fn delete_stale_members(
+    leases: &Api<Lease>,
+    members: &Members,
+    now: Instant,
+    lease_duration: std::time::Duration,
+) {
+    for (name, resource_version) in members.stale(now, lease_duration) {
+        let dp = DeleteParams {
+            preconditions: Some(Preconditions {
+                resource_version,
+                uid: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match leases.delete(&name, &dp).await {
+            Ok(_) => tracing::info!(lease = %name, "deleted the membership Lease of a replica gone"),
+            Err(e) => tracing::debug!(lease = %name, "deleting a stale membership Lease: {e}"),
+        }
+    }
 }
 
 /// Moves the fence of every held shard whose last renewal was answered before `listed_at`, unless an

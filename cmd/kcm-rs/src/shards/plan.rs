@@ -1,7 +1,9 @@
 //! Which shards to acquire and which to release: a pure function of what the replica sees, so the
 //! fair-share rule is tested without Leases or clocks.
 //!
-//! Each replica aims at `ceil(N / live replicas)` shards. Below it, a replica tries free shards (no
+//! Each replica aims at its quota: `N / live` shards, one more for the first `N mod live` live
+//! members by name (12 over 5: 3/3/2/2/2, none idle; every replica computes every quota from the same
+//! list). Below it, a replica tries free shards (no
 //! live holder by its own clock) in the order of a rendezvous hash of (its identity, the shard), so
 //! replicas starting together prefer different shards and the same replica prefers the same shards
 //! after a restart of another. Above it, the replica releases its lowest-scored shards, but only
@@ -25,6 +27,8 @@ pub struct View<'a> {
     pub count: u32,
     /// Live replicas, this one included.
     pub live: usize,
+    /// This replica's place among the live members, by name.
+    pub rank: usize,
     /// Shards this replica holds.
     pub held: &'a [u32],
     /// Shards whose Lease has no live holder by this replica's clock (including none at all).
@@ -46,9 +50,11 @@ pub struct Plan {
     pub release: Vec<u32>,
 }
 
-/// The fair share: `ceil(count / live)`, at least one replica counted.
-pub fn target(count: u32, live: usize) -> usize {
-    (count as usize).div_ceil(live.max(1))
+/// The fair share of the live member at `rank`: `count / live`, plus one for the first
+/// `count mod live`; the quotas add up to `count`. At least one replica is counted.
+pub fn target(count: u32, live: usize, rank: usize) -> usize {
+    let (count, live) = (count as usize, live.max(1));
+    count / live + usize::from(rank < count % live)
 }
 
 pub fn plan(v: &View<'_>) -> Plan {
@@ -58,7 +64,7 @@ pub fn plan(v: &View<'_>) -> Plan {
     let target = if v.mixed {
         v.count as usize
     } else {
-        target(v.count, v.live)
+        target(v.count, v.live, v.rank)
     };
     let score = |shard: &u32| fnv1a64(format!("{}/{shard}", v.identity).as_bytes());
     let mut plan = Plan::default();
@@ -89,6 +95,7 @@ mod tests {
             identity,
             count: 12,
             live,
+            rank: 0,
             held,
             free,
             stable: true,
@@ -98,12 +105,13 @@ mod tests {
     }
 
     #[test]
-    fn the_target_is_the_ceiling_of_the_fair_share() {
-        assert_eq!(target(12, 3), 4);
-        assert_eq!(target(12, 4), 3);
-        assert_eq!(target(12, 5), 3);
-        assert_eq!(target(12, 0), 12);
-        assert_eq!(target(1, 3), 1);
+    fn the_quotas_add_up_to_the_shard_count() {
+        assert_eq!(target(12, 3, 2), 4);
+        assert_eq!(target(12, 4, 0), 3);
+        let five: Vec<usize> = (0..5).map(|r| target(12, 5, r)).collect();
+        assert_eq!(five, [3, 3, 2, 2, 2]);
+        assert_eq!(target(12, 0, 0), 12);
+        assert_eq!((0..3).map(|r| target(1, 3, r)).collect::<Vec<_>>(), [1, 0, 0]);
     }
 
     #[test]
@@ -153,6 +161,7 @@ mod tests {
                     identity: id,
                     count: 12,
                     live: replicas.len(),
+                    rank: i,
                     held: &mine,
                     free: &free,
                     stable: true,
@@ -169,22 +178,28 @@ mod tests {
     }
 
     #[test]
-    fn three_replicas_spread_twelve_shards_four_each_and_four_go_three_each() {
-        let ids: Vec<String> = ["x", "y", "z"].map(String::from).to_vec();
+    fn twelve_shards_spread_over_three_four_and_five_replicas_with_none_idle() {
+        let ids: Vec<String> = ["w", "x", "y"].map(String::from).to_vec();
         let three = settle(&ids);
         assert_eq!(three.iter().map(BTreeSet::len).collect::<Vec<_>>(), [4, 4, 4]);
-        let ids: Vec<String> = ["x", "y", "z", "w"].map(String::from).to_vec();
+        let ids: Vec<String> = ["w", "x", "y", "z"].map(String::from).to_vec();
         let four = settle(&ids);
         assert_eq!(four.iter().map(BTreeSet::len).collect::<Vec<_>>(), [3, 3, 3, 3]);
+        let ids: Vec<String> = ["v", "w", "x", "y", "z"].map(String::from).to_vec();
+        let five = settle(&ids);
+        assert_eq!(
+            five.iter().map(BTreeSet::len).collect::<Vec<_>>(),
+            [3, 3, 2, 2, 2]
+        );
     }
 
     proptest! {
         #[test]
-        fn replicas_never_plan_past_their_share(count in 1..64u32, live in 1..8usize, held_n in 0..64usize, id in "[a-z]{1,8}") {
+        fn replicas_never_plan_past_their_share(count in 1..64u32, live in 1..8usize, rank in 0..8usize, held_n in 0..64usize, id in "[a-z]{1,8}") {
             let held: Vec<u32> = (0..count).take(held_n).collect();
             let free: Vec<u32> = (0..count).skip(held_n).collect();
-            let p = plan(&View { identity: &id, count, live, held: &held, free: &free, stable: true, mixed: false, serving: true });
-            let t = target(count, live);
+            let p = plan(&View { identity: &id, count, live, rank, held: &held, free: &free, stable: true, mixed: false, serving: true });
+            let t = target(count, live, rank);
             prop_assert!(held.len() + p.acquire.len() <= t.max(held.len()));
             prop_assert!(held.len() - p.release.len() >= t.min(held.len()));
             prop_assert!(p.acquire.iter().all(|s| free.contains(s)));

@@ -21,6 +21,8 @@ pub struct Exclusion {
     leases: Api<Lease>,
     claims: Claims,
     identity: String,
+    /// Listing Leases is forbidden: said once.
+    forbidden: bool,
 }
 
 impl Exclusion {
@@ -30,6 +32,7 @@ impl Exclusion {
             leases: Api::namespaced(client, &cfg.namespace),
             claims: Claims::new(&cfg.name),
             identity: cfg.identity.clone(),
+            forbidden: false,
         }
     }
 
@@ -40,6 +43,18 @@ impl Exclusion {
                 let now = Instant::now();
                 self.claims.observe(&list.items, now);
                 Some(self.claims.any_shard_claim(&self.identity, now))
+            }
+            // RBAC written for upstream's lock alone (get, create, update): lead as upstream does,
+            // without the exclusion, and say so.
+            Err(kube::Error::Api(e)) if e.code == 403 => {
+                if !self.forbidden {
+                    tracing::warn!(
+                        "cannot list Leases ({}): not checking for replicas running with --shards",
+                        e.message
+                    );
+                    self.forbidden = true;
+                }
+                Some(false)
             }
             Err(e) => {
                 tracing::warn!("listing the Leases: {e}");

@@ -1,0 +1,196 @@
+//! The workloads and the guards the scale-out suites share: a Deployment, a ReplicaSet and a Job per
+//! namespace, scaled and awaited; a record of every pod ever created per namespace (a pod created
+//! twice for one missing replica, by two replicas acting on one namespace, shows as one more); the
+//! API server restarted with or without `ShardedListAndWatch` and the write audit.
+
+use std::{
+    collections::{BTreeMap, HashMap, HashSet},
+    sync::Arc,
+    time::Duration,
+};
+
+use k8s_openapi::api::{
+    apps::v1::{Deployment, ReplicaSet},
+    batch::v1::Job,
+    core::v1::{Namespace, Pod},
+};
+use kube::{
+    Api, ResourceExt as _,
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
+};
+use parking_lot::Mutex;
+use serde_json::json;
+
+use crate::{
+    Cluster, deployment_scenarios::deployment_manifest, job_scenarios::job_manifest,
+    replicaset_scenarios::rs_manifest, wait_for,
+};
+
+/// Each namespace: a Deployment and a ReplicaSet scaled from 1 to 3, a Job of 2 completions.
+pub const SCALED_TO: i32 = 3;
+pub const JOB_COMPLETIONS: i32 = 2;
+/// The pods each namespace needs in all.
+pub const PODS_PER_NAMESPACE: usize = 2 * SCALED_TO as usize + JOB_COMPLETIONS as usize;
+const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
+
+/// Pod UIDs ever added, by namespace.
+pub type PodsSeen = Arc<Mutex<HashMap<String, HashSet<String>>>>;
+
+/// `hack/cluster.sh sharding <gate> --audit-writes` now, `sharding off` when dropped, also when the
+/// test fails, so the suites after it in the lane find the API server as it was started.
+#[derive(Debug)]
+pub struct GateGuard(Cluster);
+
+impl GateGuard {
+    pub fn set(cluster: &Cluster, gate: &str) -> Self {
+        cluster.hack(&["sharding", gate, "--audit-writes"]);
+        GateGuard(cluster.clone())
+    }
+}
+
+impl Drop for GateGuard {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.try_hack(&["sharding", "off"]) {
+            eprintln!("warning: restoring the API server without ShardedListAndWatch: {e}");
+        }
+    }
+}
+
+/// Records the UID of every pod ever added in namespaces ending with `-<tag>`, by namespace.
+pub async fn pod_recorder(
+    cluster: &Cluster,
+    tag: &str,
+    seen: PodsSeen,
+) -> (informer::SharedInformer<Pod>, tokio_util::sync::CancellationToken) {
+    let factory = informer::SharedInformerFactory::new(cluster.client.clone());
+    let pods = factory.namespaced::<Pod>(informer::InformerOptions::default());
+    let suffix = format!("-{tag}");
+    let _registration = pods.add_event_handler(
+        informer::HandlerFns::new().on_add(move |p: &Arc<Pod>, _| {
+            let ns = p.namespace().unwrap_or_default();
+            if ns.ends_with(&suffix) {
+                seen.lock()
+                    .entry(ns)
+                    .or_default()
+                    .insert(p.uid().unwrap_or_default());
+            }
+        }),
+        None,
+    );
+    let cancel = tokio_util::sync::CancellationToken::new();
+    factory.start(&cancel);
+    assert!(informer::wait_for_cache_sync(&cancel, &[&pods]).await);
+    (pods, cancel)
+}
+
+pub async fn create_workloads(cluster: &Cluster, ns: &str) {
+    let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    let pp = PostParams::default();
+    let client = cluster.client.clone();
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .create(&pp, &deployment_manifest("web", 1, "nginx", json!({})))
+        .await
+        .unwrap();
+    Api::<ReplicaSet>::namespaced(client.clone(), ns)
+        .create(&pp, &rs_manifest("rs", 1, 0))
+        .await
+        .unwrap();
+    let job = job_manifest(
+        "job",
+        &["sh", "-c", "exit 0"],
+        json!({"completions": JOB_COMPLETIONS, "parallelism": 1}),
+    );
+    Api::<Job>::namespaced(client, ns)
+        .create(&pp, &job)
+        .await
+        .unwrap();
+}
+
+pub async fn scale(cluster: &Cluster, ns: &str) {
+    let patch = json!({"spec": {"replicas": SCALED_TO}});
+    let pp = PatchParams::default();
+    Api::<Deployment>::namespaced(cluster.client.clone(), ns)
+        .patch("web", &pp, &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    Api::<ReplicaSet>::namespaced(cluster.client.clone(), ns)
+        .patch("rs", &pp, &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+/// The Deployment and the ReplicaSet at 3 ready pods, the Job complete and none of its pods
+/// holding the tracking finalizer.
+pub async fn converged(cluster: &Cluster, ns: &str) {
+    let client = cluster.client.clone();
+    wait_for(
+        &format!("namespace {ns} to converge"),
+        Duration::from_secs(180),
+        || async {
+            let e = |e: kube::Error| e.to_string();
+            let d = Api::<Deployment>::namespaced(client.clone(), ns)
+                .get("web")
+                .await
+                .map_err(e)?;
+            let available = d.status.and_then(|s| s.available_replicas).unwrap_or(0);
+            let rs = Api::<ReplicaSet>::namespaced(client.clone(), ns)
+                .get("rs")
+                .await
+                .map_err(e)?;
+            let ready = rs.status.and_then(|s| s.ready_replicas).unwrap_or(0);
+            let job = Api::<Job>::namespaced(client.clone(), ns)
+                .get("job")
+                .await
+                .map_err(e)?;
+            let succeeded = job.status.and_then(|s| s.succeeded).unwrap_or(0);
+            let pods = Api::<Pod>::namespaced(client.clone(), ns)
+                .list(&ListParams::default())
+                .await
+                .map_err(e)?;
+            let tracked = pods
+                .items
+                .iter()
+                .filter(|p| p.finalizers().iter().any(|f| f == TRACKING_FINALIZER))
+                .count();
+            if available == SCALED_TO && ready == SCALED_TO && succeeded == JOB_COMPLETIONS && tracked == 0 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "deployment {available} available, replicaset {ready} ready, job {succeeded} succeeded, \
+                 {tracked} pods with the tracking finalizer"
+                ))
+            }
+        },
+    )
+    .await;
+}
+
+/// Every namespace of `names` converged, each having seen exactly [`PODS_PER_NAMESPACE`] pods.
+pub async fn converged_exactly(cluster: &Cluster, seen: &PodsSeen, names: &[String]) {
+    for ns in names {
+        converged(cluster, ns).await;
+    }
+    let seen = seen.lock();
+    let wrong: BTreeMap<&String, usize> = names
+        .iter()
+        .map(|ns| (ns, seen.get(ns).map_or(0, HashSet::len)))
+        .filter(|(_, n)| *n != PODS_PER_NAMESPACE)
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "pods ever created per namespace, expected {PODS_PER_NAMESPACE}: {wrong:?}"
+    );
+}
+
+/// Deletes the namespaces, not waiting for them to go.
+pub async fn delete_namespaces(cluster: &Cluster, names: &[String]) {
+    let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
+    for ns in names {
+        let _ = namespaces.delete(ns, &DeleteParams::default()).await;
+    }
+}
