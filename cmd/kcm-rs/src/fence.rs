@@ -85,15 +85,43 @@ impl WriteFence {
     /// Whether a write to namespace `ns` may leave at `now`.
     #[cfg(test)]
     pub fn allows(&self, ns: &str, now: Instant) -> bool {
-        self.open_until(ns, now).is_some()
+        self.open_until(ns, now).is_ok()
     }
 
-    /// Until when writes to namespace `ns` may leave, if they may at `now`.
-    pub fn open_until(&self, ns: &str, now: Instant) -> Option<Instant> {
-        let shard = Shard::of_namespace(ns, self.count).ok()?;
+    /// Until when writes to namespace `ns` may leave, if they may at `now`; else why not.
+    pub fn open_until(&self, ns: &str, now: Instant) -> Result<Instant, Closed> {
+        let shard = Shard::of_namespace(ns, self.count).map_err(|_| Closed::NotHeld)?;
         let gates = self.gates.lock();
-        let gate = gates.get(&shard.index())?;
-        (now < gate.until && gate.synced.iter().all(|s| s())).then_some(gate.until)
+        let gate = gates.get(&shard.index()).ok_or(Closed::NotHeld)?;
+        if now >= gate.until {
+            Err(Closed::Unconfirmed)
+        } else if !gate.synced.iter().all(|s| s()) {
+            Err(Closed::Syncing)
+        } else {
+            Ok(gate.until)
+        }
+    }
+}
+
+/// Why the fence refuses a write now: said in the error, so that a failed sync's log tells a shard
+/// that moved from one still syncing after a takeover.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// This replica does not hold the namespace's shard.
+    NotHeld,
+    /// It holds it, but not every controller's caches have synced yet.
+    Syncing,
+    /// Its hold was last confirmed longer than the renew deadline ago.
+    Unconfirmed,
+}
+
+impl std::fmt::Display for Closed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Closed::NotHeld => "this replica does not hold the shard",
+            Closed::Syncing => "this replica holds the shard and waits for its caches to sync",
+            Closed::Unconfirmed => "this replica's hold on the shard is not confirmed renewed",
+        })
     }
 }
 
@@ -110,14 +138,15 @@ fn namespace_of(path: &str) -> Option<&str> {
     (!below.is_empty()).then_some(ns)
 }
 
-/// A write refused by the fence: this replica does not hold the namespace's shard now. Whoever
-/// holds it will make the write, from its own caches.
+/// A write refused by the fence: this replica may not write the namespace now. Whoever holds its
+/// shard will make the write, from its own caches (or this replica, once its caches synced).
 #[derive(Debug, thiserror::Error)]
-#[error("refused {method} {path}: this replica does not hold the shard of namespace {namespace} now")]
+#[error("refused {method} {path}: {why} of namespace {namespace}")]
 pub struct ShardNotHeld {
     method: Method,
     path: String,
     namespace: String,
+    why: Closed,
 }
 
 /// A write that passed the fence but had no answer when the shard's window closed: it was dropped,
@@ -185,14 +214,25 @@ where
         let now = Instant::now();
         let window = fence
             .open_until(&namespace, now)
-            .map(|until| (until, until - now));
-        let Some((until, left)) = window.filter(|(_, left)| left.as_millis() > 0) else {
-            let err = ShardNotHeld {
-                method: req.method().clone(),
-                path: req.uri().path().to_owned(),
-                namespace,
-            };
-            return Box::pin(async move { Err(err.into()) });
+            .map(|until| (until, until - now))
+            .and_then(|(until, left)| {
+                if left.as_millis() > 0 {
+                    Ok((until, left))
+                } else {
+                    Err(Closed::Unconfirmed)
+                }
+            });
+        let (until, left) = match window {
+            Ok(w) => w,
+            Err(why) => {
+                let err = ShardNotHeld {
+                    method: req.method().clone(),
+                    path: req.uri().path().to_owned(),
+                    namespace,
+                    why,
+                };
+                return Box::pin(async move { Err(err.into()) });
+            }
         };
         with_timeout(&mut req, left);
         let (method, path) = (req.method().clone(), req.uri().path().to_owned());
@@ -269,13 +309,18 @@ mod tests {
             .unwrap();
         let shard = Shard::new(0, 2).unwrap();
         let t = Instant::now();
-        assert!(!fence.allows(&ns, t), "not held");
+        assert_eq!(fence.open_until(&ns, t), Err(Closed::NotHeld));
         fence.renewed(shard, t + Duration::from_secs(10));
-        assert!(!fence.allows(&ns, t), "caches not synced");
+        assert_eq!(
+            fence.open_until(&ns, t),
+            Err(Closed::Syncing),
+            "caches not synced"
+        );
         fence.caches(shard, vec![Arc::new(|| true)]);
         assert!(fence.allows(&ns, t));
-        assert!(
-            !fence.allows(&ns, t + Duration::from_secs(10)),
+        assert_eq!(
+            fence.open_until(&ns, t + Duration::from_secs(10)),
+            Err(Closed::Unconfirmed),
             "past the renewal's window"
         );
         fence.renewed(shard, t + Duration::from_secs(12));

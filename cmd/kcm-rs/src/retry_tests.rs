@@ -210,7 +210,7 @@ async fn a_retry_after_the_window_closed_is_refused_by_the_fence() {
     let server = serve(vec![(429, Some("1")), (201, None)], Duration::ZERO).await;
     let client = fenced(&server, Instant::now() + Duration::from_millis(500));
     let err = send(&client, Method::POST).await.unwrap_err().to_string();
-    assert!(err.contains("does not hold the shard"), "{err}");
+    assert!(err.contains("not confirmed renewed"), "{err}");
     let seen = server.seen.lock().clone();
     assert_eq!(seen.len(), 1, "{seen:?}");
     let ms: u64 = seen[0]
