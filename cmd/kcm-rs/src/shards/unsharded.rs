@@ -14,7 +14,7 @@ use leaderelection::LeaderElector;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::Claims;
+use super::claims::Claims;
 
 /// The Leases of the election namespace and what has been seen of them.
 pub struct Exclusion {
