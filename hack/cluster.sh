@@ -5,7 +5,7 @@
 # Usage: hack/cluster.sh up [--mode reference|replace] [--sharded-list-watch] | down | status | env | logs [component]
 #                        | restart <component> [--kill] | compact | mode reference|replace
 #                        | sharding on|off [--audit-writes]   (kube-apiserver restarted with/without
-#                          ShardedListAndWatch; --audit-writes: and logging the admin user's writes)
+#                          ShardedListAndWatch; --audit-writes: and logging kcm-rs's writes)
 #
 #   --mode reference  upstream kube-controller-manager runs every controller (the behaviour to compare with)
 #   --mode replace    upstream KCM runs without the deployment, replicaset and job controllers (or
@@ -49,15 +49,43 @@ tail_log() {
 
 alive() { local pid; pid=$(cat "$run/pids/$1.pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null; }
 
-# Picks n free TCP ports on 127.0.0.1 (bound and released by the kernel, so they are free right now).
+# Picks n free TCP ports on 127.0.0.1, below the kernel's ephemeral range
+# (/proc/sys/net/ipv4/ip_local_port_range). A port taken from that range is only free until someone
+# connects: any outgoing connection, or another lane's `bind(0)`, may take it as its own before the
+# component binds it. Such a collision once left a kube-scheduler unstarted while the process that
+# held its port answered the /healthz probe, and every spec of a conformance run waited out its
+# timeouts on Pending pods. Below the range only another explicit pick can collide; the probes check
+# the listener's PID, and `up` starts again with new ports if a component finds its port taken.
 free_ports() {
   python3 - "$1" <<'PY'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
+import random, socket, sys
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except OSError:
+    low = 32768
+picked = []
+while len(picked) < int(sys.argv[1]):
+    port = random.randrange(10000, low) if low > 11000 else 0
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    port = port or s.getsockname()[1]
+    if port not in picked:
+        picked.append(port)
+print(" ".join(map(str, picked)))
 PY
+}
+
+# listens NAME PORT: the component's own process listens on PORT (not someone who took it first).
+# Without ss (iproute2) it cannot tell and says yes.
+listens() {
+  local pid; pid=$(cat "$run/pids/$1.pid" 2>/dev/null) || return 1
+  command -v ss >/dev/null || return 0
+  ss -Hltnp "sport = :$2" 2>/dev/null | grep -q "pid=$pid,"
 }
 
 # start NAME BINARY ARGS...: runs a component in its own session (so `down` can stop its whole process
@@ -99,15 +127,20 @@ wait_until() {
   log "$name ready ($what) after $((SECONDS - phase_start))s"
 }
 
+# probe NAME PORT CURL_ARGS...: the health endpoint answers, and from the component itself.
+probe() { local name=$1 port=$2; shift 2; curl "$@" && listens "$name" "$port"; }
+
 # ready COMPONENT: waits for the component's health endpoint (ports from cluster.env).
 ready() {
   case $1 in
-    etcd) wait_until etcd "/health" curl -fs "http://127.0.0.1:$ETCD_PORT/health" ;;
-    kube-apiserver) wait_until kube-apiserver "/readyz" curl -fs --cacert "$run/pki/ca.crt" \
+    etcd) wait_until etcd "/health" probe etcd "$ETCD_PORT" -fs "http://127.0.0.1:$ETCD_PORT/health" ;;
+    kube-apiserver) wait_until kube-apiserver "/readyz" probe kube-apiserver "$API_PORT" -fs --cacert "$run/pki/ca.crt" \
       -H "Authorization: Bearer $(cat "$run/pki/admin.token")" "https://127.0.0.1:$API_PORT/readyz" ;;
-    kube-controller-manager) wait_until kube-controller-manager "/healthz" curl -fsk "https://127.0.0.1:$KCM_PORT/healthz" ;;
-    kube-scheduler) wait_until kube-scheduler "/healthz" curl -fsk "https://127.0.0.1:$SCHED_PORT/healthz" ;;
-    kwok) wait_until kwok "/healthz" curl -fs "http://127.0.0.1:$KWOK_PORT/healthz" ;;
+    kube-controller-manager) wait_until kube-controller-manager "/healthz" probe kube-controller-manager "$KCM_PORT" \
+      -fsk "https://127.0.0.1:$KCM_PORT/healthz" ;;
+    kube-scheduler) wait_until kube-scheduler "/healthz" probe kube-scheduler "$SCHED_PORT" \
+      -fsk "https://127.0.0.1:$SCHED_PORT/healthz" ;;
+    kwok) wait_until kwok "/healthz" probe kwok "$KWOK_PORT" -fs "http://127.0.0.1:$KWOK_PORT/healthz" ;;
     *) die "unknown component $1" ;;
   esac
 }
@@ -223,7 +256,21 @@ cmd_up() {
   "$here/build.sh"
   command -v openssl >/dev/null || die "openssl is required (apt-get install openssl)"
   command -v python3 >/dev/null || die "python3 is required to pick free ports"
-  local t0=$SECONDS phase_start
+  # A component that found its port taken (see free_ports) fails the attempt; the next one picks
+  # other ports. Any other failure ends `up`.
+  local attempt
+  for attempt in 1 2 3; do
+    (start_plane "$mode") && return 0
+    grep -qs "address already in use" "$run"/logs/*.log || exit 1
+    log "attempt $attempt: a component found its port taken; starting again on other ports"
+    cmd_down >/dev/null 2>&1 || true
+  done
+  die "the control plane did not start in 3 attempts"
+}
+
+# start_plane MODE: one attempt at starting the control plane (run in a subshell: `die` ends it).
+start_plane() {
+  local mode=$1 t0=$SECONDS phase_start
   rm -rf "$run" && mkdir -p "$run/pids" "$run/logs" "$run/kwok"
   local etcd_data
   if [[ -d /dev/shm && -w /dev/shm ]]; then
@@ -392,7 +439,7 @@ cmd_mode() {
 
 # Restarts kube-apiserver with (on) or without (off) the ShardedListAndWatch feature gate. With
 # --audit-writes it also logs every write of the admin user (what kcm-rs, the tests and kwok use; the
-# User-Agent tells them apart) to logs/audit-writes.log, Lease writes in kube-system with their
+# User-Agent tells them apart) and of the shipped kcm-rs ServiceAccount to logs/audit-writes.log, Lease writes in kube-system with their
 # request body: the sharding e2e checks from it that no two replicas wrote to one shard in one
 # Lease term. Without it, such logging from an earlier restart is dropped again.
 cmd_sharding() {
@@ -417,14 +464,14 @@ kind: Policy
 omitStages: [RequestReceived]
 rules:
 - level: Request
-  users: [admin]
+  users: [admin, "system:serviceaccount:kcm-rs:kcm-rs"]
   verbs: [create, update, patch]
   namespaces: [kube-system]
   resources: [{group: coordination.k8s.io, resources: [leases]}]
 - level: None
   namespaces: [kube-node-lease]
 - level: Metadata
-  users: [admin]
+  users: [admin, "system:serviceaccount:kcm-rs:kcm-rs"]
   verbs: [create, update, patch, delete, deletecollection]
 - level: None
 EOF

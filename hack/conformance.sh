@@ -202,9 +202,15 @@ python3 "$here/conformance/judge.py" select --specs "$specs" --tests "$out/all-s
 
 cluster_up=false
 kcm_rs_pids=()
+# keep_logs NAME: the run directory's logs (control plane, kcm-rs) to $out/logs-NAME.
+keep_logs() { mkdir -p "$out/logs-$1" && cp "$run"/logs/*.log "$out/logs-$1/" 2>/dev/null || true; }
+
 cleanup() {
   ((${#kcm_rs_pids[@]})) && stop_kcm_rs
-  if $cluster_up; then "$here/cluster.sh" down >/dev/null 2>&1 || true; fi
+  if $cluster_up; then
+    keep_logs "${mode_running:-interrupted}"
+    "$here/cluster.sh" down >/dev/null 2>&1 || true
+  fi
 }
 trap cleanup EXIT
 
@@ -267,8 +273,27 @@ run_specs() {
   [[ -s $out/skip.re ]] && args+=(--ginkgo.skip="$(cat "$out/skip.re")")
   $conformance_only && args+=(--ginkgo.label-filter=Conformance)
   log "$name: running the specs (log: $out/e2e-$name.log)"
-  # Non-zero when a spec fails; the JSON report says which.
-  (cd "$out" && "$e2e" "${args[@]}") >"$out/e2e-$name.log" 2>&1 || true
+  # Non-zero when a spec fails; the JSON report says which. A control-plane component or kcm-rs that
+  # dies meanwhile ends the run at once: every spec left would otherwise wait out its own timeouts
+  # (5 minutes each) on pods that nothing schedules or creates.
+  (cd "$out" && exec "$e2e" "${args[@]}") >"$out/e2e-$name.log" 2>&1 &
+  local e2e_pid=$! dead=""
+  while kill -0 "$e2e_pid" 2>/dev/null; do
+    if ! "$here/cluster.sh" status >/dev/null 2>&1; then
+      dead="a control-plane component: $("$here/cluster.sh" status 2>&1 | grep 'NOT RUNNING' | tr -s ' ')"
+    elif [[ $name == kcm-rs ]] && ! kcm_rs_alive; then
+      dead="kcm-rs"
+    fi
+    [[ -z $dead ]] || break
+    sleep 5
+  done
+  if [[ -n $dead ]]; then
+    kill -TERM "$e2e_pid" 2>/dev/null || true
+    wait "$e2e_pid" 2>/dev/null || true
+    keep_logs "$name"
+    die "$name: $dead exited during the run; logs in $out/logs-$name"
+  fi
+  wait "$e2e_pid" || true
   [[ -f $out/$name.json ]] || { tail -n 30 "$out/e2e-$name.log" >&2; die "$name: the e2e binary wrote no report"; }
   log "$name: done in $((SECONDS - t0))s: $(grep -E '^(SUCCESS|FAIL)!' "$out/e2e-$name.log" | tail -n 1)"
 }
@@ -277,6 +302,7 @@ run_specs() {
 # still terminating) cannot slow the other down.
 mode_run() {
   local name=$1
+  mode_running=$name
   if [[ $name == kcm-rs ]]; then
     local gate=()
     ((shards > 1)) && [[ ${KCM_RS_SHARDED_LIST_WATCH-1} == 1 ]] && gate=(--sharded-list-watch)
@@ -292,7 +318,7 @@ mode_run() {
       || log "WARNING: kcm-rs exited during the run (its log: $out/logs-kcm-rs/kcm-rs.log)"
     stop_kcm_rs
   fi
-  mkdir -p "$out/logs-$name" && cp "$run"/logs/*.log "$out/logs-$name/" 2>/dev/null || true
+  keep_logs "$name"
   "$here/cluster.sh" down >/dev/null
   cluster_up=false
 }

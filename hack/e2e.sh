@@ -19,6 +19,8 @@
 #   --build-only    only build what the items need
 #   --plan          print the lanes the items would run in, with their expected seconds, and exit
 #   --lane N        run the items in order as lane N, on its control plane (what each lane runs)
+#   --item ITEM     run one item's command on the current control plane (what a lane runs, under
+#                   `timeout`: see item_limit)
 #
 # Lane N's control plane lives in ${KCM_RS_E2E_RUN_BASE:-/tmp/kcm-rs-lane}-N (KCM_RS_RUN_DIR is set
 # per lane; a cluster in /tmp/kcm-rs-cluster is left alone). With one lane the output goes to the
@@ -40,7 +42,7 @@ kcm_rs_bin=${KCM_RS_BIN:-$root/target/debug/kcm-rs}
 # their suite runs alone on its lane's control plane) must be in exactly one list: a file in none
 # fails the run instead of being skipped.
 e2e_suites=(informer_disruptive secure_serving replicaset deployment job shadow rbac leader_election
-  leader_election_load sharding layout_change)
+  leader_election_load sharding layout_change shard_faults)
 # Randomized, with short seeds unless KCM_RS_SOAK_SECONDS / KCM_RS_RANDOM_SECONDS say otherwise.
 soak_suites=(replicaset_soak deployment_soak job_soak random_differential)
 # Needs the kcm-rs:dev image (hack/image.sh) and podman: `make image-e2e`, `make test`.
@@ -50,7 +52,7 @@ image_suites=(image)
 # without their builds.
 declare -A known_seconds=(
   [parallel]=40 [informer_disruptive]=16 [secure_serving]=14 [replicaset]=71 [deployment]=65
-  [job]=151 [shadow]=98 [rbac]=111 [leader_election]=37 [leader_election_load]=72 [sharding]=185 [layout_change]=90
+  [job]=151 [shadow]=98 [rbac]=111 [leader_election]=37 [leader_election_load]=72 [sharding]=185 [layout_change]=90 [shard_faults]=200
   [replicaset_soak]=145 [deployment_soak]=72 [job_soak]=81 [random_differential]=51 [image]=10
   [conformance-ci]=150 [bench-smoke]=200
 )
@@ -198,6 +200,15 @@ item_command() {
   esac
 }
 
+# The seconds an item may take before it is stopped: a hung item fails on its own with its output,
+# instead of holding its lane until CI's own limit ends the whole run without a report. Five times
+# what it takes, at least 10 minutes, plus any longer soak the environment asks for.
+item_limit() {
+  local known=${known_seconds[$1]:-60}
+  local limit=$((known * 5 > 600 ? known * 5 : 600))
+  echo $((limit + ${KCM_RS_SOAK_SECONDS:-0} + ${KCM_RS_RANDOM_SECONDS:-0}))
+}
+
 # Sums cargo's "test result:" lines of an item's output: "PASSED FAILED", or "- -" without any.
 test_counts() {
   awk '/^test result:/ {
@@ -218,10 +229,13 @@ run_item() {
   printf '\n===== %s (lane %s) =====\n' "$item" "$lane"
   out=$(mktemp)
   set +e
-  # Without the lock and the terminal: a process left behind must not hold either.
-  item_command "$item" 2>&1 3>&- 9>&- | tee "$out"
+  # Without the lock and the terminal: a process left behind must not hold either. `timeout` runs the
+  # item in a process group of its own and signals all of it.
+  local limit; limit=$(item_limit "$item")
+  timeout --kill-after=30 "$limit" "$0" --item "$item" 2>&1 3>&- 9>&- | tee "$out"
   rc=${PIPESTATUS[0]}
   set -e
+  ((rc != 124 && rc != 137)) || echo "[e2e] $item: stopped after its limit of ${limit}s" | tee -a "$out"
   read -r -a counts < <(test_counts "$out")
   rm -f "$out"
   local secs=$((SECONDS - t0)) result=ok
@@ -305,6 +319,7 @@ main() {
   while (($#)); do
     case $1 in
       --lane) shift; lane_main "$@" ;;
+      --item) item_command "$2"; exit ;;
       --lanes) lanes=${2:-}; shift 2 ;;
       --lanes=*) lanes=${1#--lanes=}; shift ;;
       --no-build) do_build=false; shift ;;
