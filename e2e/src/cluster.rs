@@ -142,8 +142,14 @@ impl Cluster {
 
     /// Runs the control plane's kubectl with the admin kubeconfig; panics with its output on failure.
     pub fn kubectl(&self, args: &[&str]) -> String {
-        let env = std::fs::read_to_string(self.run_dir.join("cluster.env")).expect("cluster.env");
-        let bin = env_value(&env, "KCM_RS_KUBE_BIN").expect("KCM_RS_KUBE_BIN in cluster.env");
+        self.try_kubectl(args).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Cluster::kubectl`] without the panic, for cleanup while a failed test unwinds.
+    pub fn try_kubectl(&self, args: &[&str]) -> Result<String, String> {
+        let env = std::fs::read_to_string(self.run_dir.join("cluster.env"))
+            .map_err(|e| format!("cluster.env: {e}"))?;
+        let bin = env_value(&env, "KCM_RS_KUBE_BIN").ok_or("no KCM_RS_KUBE_BIN in cluster.env")?;
         let out = std::process::Command::new(Path::new(bin).join("kubectl"))
             .arg(format!(
                 "--kubeconfig={}",
@@ -151,14 +157,15 @@ impl Cluster {
             ))
             .args(args)
             .output()
-            .expect("running kubectl");
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+            .map_err(|e| format!("running kubectl: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "kubectl {args:?} failed:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     /// A kubeconfig authenticating as ServiceAccount `namespace/name` with a fresh token (TokenRequest),

@@ -12,6 +12,7 @@ use std::{
 use k8s_openapi::api::{
     apps::v1::{Deployment, ReplicaSet},
     batch::v1::Job,
+    coordination::v1::Lease,
     core::v1::{Namespace, Pod},
 };
 use kube::{
@@ -22,7 +23,7 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 use crate::{
-    Cluster, deployment_scenarios::deployment_manifest, job_scenarios::job_manifest,
+    Cluster, KcmRs, deployment_scenarios::deployment_manifest, job_scenarios::job_manifest,
     replicaset_scenarios::rs_manifest, wait_for,
 };
 
@@ -193,4 +194,51 @@ pub async fn delete_namespaces(cluster: &Cluster, names: &[String]) {
     for ns in names {
         let _ = namespaces.delete(ns, &DeleteParams::default()).await;
     }
+}
+
+/// Waits until the `shards` shard Leases are held, every one, by as many replicas as `want` has
+/// entries, holding that many each in any order (`[4, 4, 4]`: 12 shards evenly over 3).
+pub async fn spread(cluster: &Cluster, shards: u32, want: &[usize]) {
+    let leases: Api<Lease> = Api::namespaced(cluster.client.clone(), "kube-system");
+    let mut want = want.to_vec();
+    want.sort_unstable();
+    let suffix = format!("-of-{shards}");
+    wait_for(
+        &format!("{shards} shards held as {want:?}"),
+        Duration::from_secs(120),
+        || async {
+            let list = leases
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut by_holder: BTreeMap<String, usize> = BTreeMap::new();
+            for l in list
+                .items
+                .iter()
+                .filter(|l| l.name_any().starts_with("kcm-rs-shard-") && l.name_any().ends_with(&suffix))
+            {
+                let holder = l
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.holder_identity.clone())
+                    .unwrap_or_default();
+                *by_holder.entry(holder).or_default() += 1;
+            }
+            let mut counts: Vec<usize> = by_holder.values().copied().collect();
+            counts.sort_unstable();
+            if counts == want && !by_holder.contains_key("") {
+                Ok(())
+            } else {
+                Err(format!("{by_holder:?}"))
+            }
+        },
+    )
+    .await;
+}
+
+/// The identity a replica logged at start-up (its Leases' holder).
+pub fn identity(replica: &KcmRs) -> String {
+    replica
+        .identity()
+        .expect("a replica logs its identity at start-up")
 }

@@ -14,7 +14,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     shard_workloads::{
-        GateGuard, converged_exactly, create_workloads, delete_namespaces, pod_recorder, scale,
+        GateGuard, converged_exactly, create_workloads, delete_namespaces, identity, pod_recorder, scale,
     },
     wait_for,
 };
@@ -106,12 +106,6 @@ fn held(replica: &KcmRs) -> usize {
     assert_eq!(code, 200, "{body}");
     let status: serde_json::Value = serde_json::from_str(&body).unwrap();
     status["held"].as_array().map_or(0, Vec::len)
-}
-
-fn identity(replica: &KcmRs) -> String {
-    replica
-        .identity()
-        .expect("a replica logs its identity at start-up")
 }
 
 /// Waits until every Lease of the `count`-shard layout is held by one of `by`.

@@ -9,25 +9,24 @@
 //! (`kcm_rs_e2e::check_writes_within_terms`).
 
 use std::{
-    collections::{BTreeMap, HashMap, HashSet},
+    collections::{HashMap, HashSet},
     sync::Arc,
-    time::Duration,
 };
 
 use futures::future::join_all;
-use k8s_openapi::api::coordination::v1::Lease;
 use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     shard_workloads::{
-        GateGuard, converged_exactly, create_workloads, delete_namespaces, pod_recorder, scale,
+        GateGuard, converged_exactly, create_workloads, delete_namespaces, identity, pod_recorder, scale,
+        spread,
     },
-    wait_for,
 };
-use kube::{Api, ResourceExt as _, api::ListParams};
 use parking_lot::Mutex;
 use serde_json::json;
 
 const SHARDS: usize = 12;
+/// [`SHARDS`] as the flag and the Lease names count them.
+const SHARDS_U32: u32 = SHARDS as u32;
 const NAMESPACES: usize = 40;
 
 #[tokio::test]
@@ -49,7 +48,7 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     let args = ["--leader-elect=true", "--shards=12"];
     let spawn = |i: usize| KcmRs::spawn(&cluster, &format!("{tag}-{i}"), &args, None);
     let mut replicas: Vec<KcmRs> = (0..3).map(spawn).collect();
-    spread(&cluster, 3).await;
+    spread(&cluster, SHARDS_U32, &[SHARDS / 3; 3]).await;
     let mut identities: Vec<String> = replicas.iter().map(identity).collect();
 
     // The number first: FNV-1a's top bits barely move with a name's last characters, so names that
@@ -88,17 +87,17 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     );
     let t = tokio::time::Instant::now();
     replicas.remove(0).kill();
-    spread(&cluster, 2).await; // its shards taken over once their Leases expire
+    spread(&cluster, SHARDS_U32, &[SHARDS / 2; 2]).await; // its shards taken over once their Leases expire
     println!("kill -9: its shards held by the others after {:?}", t.elapsed());
     let t = tokio::time::Instant::now();
     replicas.push(spawn(3));
-    spread(&cluster, 3).await; // the fourth gets its share
+    spread(&cluster, SHARDS_U32, &[SHARDS / 3; 3]).await; // the fourth gets its share
     identities.push(identity(&replicas[2]));
     println!("a fourth replica: 4/4/4 after {:?}", t.elapsed());
     let t = tokio::time::Instant::now();
     let status = replicas.remove(0).stop();
     assert!(status.success(), "SIGTERM exits 0, got {status}");
-    spread(&cluster, 2).await;
+    spread(&cluster, SHARDS_U32, &[SHARDS / 2; 2]).await;
     println!("SIGTERM: its shards held by the others after {:?}", t.elapsed());
 
     converged_exactly(&cluster, &seen, &names).await;
@@ -168,48 +167,5 @@ fn writes_within_terms(cluster: &Cluster, identities: &[String], names: &[String
 
 /// The shard of `ns` among the test's `SHARDS`, as the replicas compute it.
 fn shard_of(ns: &str) -> informer::Shard {
-    informer::Shard::of_namespace(ns, u32::try_from(SHARDS).unwrap()).unwrap()
-}
-
-fn identity(replica: &KcmRs) -> String {
-    replica
-        .identity()
-        .expect("a replica logs its identity at start-up")
-}
-
-/// Waits until the shard Leases are held by exactly `holders` replicas, evenly (12 over 3: 4 each,
-/// over 4: 3 each), every Lease live.
-async fn spread(cluster: &Cluster, holders: usize) {
-    let leases: Api<Lease> = Api::namespaced(cluster.client.clone(), "kube-system");
-    let want = vec![SHARDS / holders; holders];
-    wait_for(
-        &format!("12 shards spread over {holders} replicas"),
-        Duration::from_secs(120),
-        || async {
-            let list = leases
-                .list(&ListParams::default())
-                .await
-                .map_err(|e| e.to_string())?;
-            let mut by_holder: BTreeMap<String, usize> = BTreeMap::new();
-            for l in list
-                .items
-                .iter()
-                .filter(|l| l.name_any().starts_with("kcm-rs-shard-") && l.name_any().ends_with("-of-12"))
-            {
-                let holder = l
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.holder_identity.clone())
-                    .unwrap_or_default();
-                *by_holder.entry(holder).or_default() += 1;
-            }
-            let counts: Vec<usize> = by_holder.values().copied().collect();
-            if counts == want && !by_holder.contains_key("") {
-                Ok(())
-            } else {
-                Err(format!("{by_holder:?}"))
-            }
-        },
-    )
-    .await;
+    informer::Shard::of_namespace(ns, SHARDS_U32).unwrap()
 }
