@@ -5,7 +5,8 @@
 //!
 //! A controller crate supplies what differs: its informers and handlers (registered into a
 //! [`Wiring`] when it is built) and its sync ([`Reconciler`]). The binary starts any of them with
-//! [`spawn`], whose [`Started`] carries what the health checks and the shutdown need.
+//! [`spawn`], whose [`Started`] carries what the health checks and the shutdown need, or with
+//! [`spawn_gated`], whose workers also wait for a condition of the binary's (a shard's write fence).
 
 use std::sync::Arc;
 
@@ -111,11 +112,39 @@ impl Wiring {
     }
 }
 
+/// A condition besides the controller's own caches that must hold before its workers start. On a
+/// replica sharing the work, the shard's write fence opens only once every controller of the shard
+/// has synced; a controller that started before that could only fail its first syncs.
+pub type StartGate = Arc<dyn Fn() -> bool + Send + Sync>;
+
+struct Gate(StartGate);
+
+impl HasSynced for Gate {
+    fn has_synced(&self) -> bool {
+        (self.0)()
+    }
+}
+
 /// Runs `controller` until `cancel` fires: waits for its caches, starts its workers (and any run
 /// beside them), then lets in-flight syncs finish, bounded by [`DEFAULT_DRAIN_TIMEOUT`].
 pub async fn run<C: Controller>(controller: Arc<C>, cancel: CancellationToken) {
+    run_gated(controller, cancel, None).await;
+}
+
+/// [`run`], the workers starting only once `gate` (if any) holds as well.
+pub async fn run_gated<C: Controller>(
+    controller: Arc<C>,
+    cancel: CancellationToken,
+    gate: Option<StartGate>,
+) {
     let wiring = controller.wiring();
-    let synced: Vec<&dyn HasSynced> = wiring.registrations.iter().map(|r| r as &dyn HasSynced).collect();
+    let gate = gate.map(Gate);
+    let synced: Vec<&dyn HasSynced> = wiring
+        .registrations
+        .iter()
+        .map(|r| r as &dyn HasSynced)
+        .chain(gate.as_ref().map(|g| g as &dyn HasSynced))
+        .collect();
     if !wait_for_cache_sync(&cancel, &synced).await {
         return;
     }
@@ -158,11 +187,25 @@ impl std::fmt::Debug for Started {
 
 /// Starts `controller` on the runtime: [`run`] in a task of its own.
 pub fn spawn<C: Controller>(controller: C, cancel: &CancellationToken) -> Started {
+    spawn_gated(controller, cancel, None)
+}
+
+/// [`spawn`], the workers waiting for `gate` too ([`run_gated`]). `synced`, the health check and
+/// what the gate itself is usually made of, stays the controller's own caches.
+pub fn spawn_gated<C: Controller>(
+    controller: C,
+    cancel: &CancellationToken,
+    gate: Option<StartGate>,
+) -> Started {
     let controller = Arc::new(controller);
     let probe = controller.clone();
     Started {
         name: C::NAME,
         synced: Arc::new(move || probe.has_synced()),
-        task: tokio::spawn(run(controller, cancel.clone())),
+        task: tokio::spawn(run_gated(controller, cancel.clone(), gate)),
     }
 }
+
+#[cfg(test)]
+#[path = "skeleton_tests.rs"]
+mod tests;

@@ -1,0 +1,73 @@
+use std::{
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
+};
+
+use informer::{NoopMetrics, ObjectKey};
+use parking_lot::Mutex;
+
+use super::*;
+
+/// A controller with no informers (its own caches count as synced at once) that records its syncs.
+struct Recorder {
+    wiring: Wiring,
+    synced: Mutex<Vec<String>>,
+}
+
+impl Reconciler for Recorder {
+    type Error = String;
+
+    async fn sync(&self, key: &ObjectKey) -> Result<Option<std::time::Duration>, String> {
+        self.synced.lock().push(key.as_str().to_owned());
+        Ok(None)
+    }
+}
+
+impl Controller for Recorder {
+    const NAME: &'static str = "recorder";
+
+    fn wiring(&self) -> &Wiring {
+        &self.wiring
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_gated_controller_syncs_nothing_until_its_gate_opens() {
+    let controller = Arc::new(Recorder {
+        wiring: Wiring::new(WorkQueue::new(), 2, Arc::new(NoopMetrics)),
+        synced: Mutex::new(Vec::new()),
+    });
+    controller.queue().add(ObjectKey::parse("ns/a"));
+    let open = Arc::new(AtomicBool::new(false));
+    let gate: StartGate = {
+        let open = open.clone();
+        Arc::new(move || open.load(Ordering::SeqCst))
+    };
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(run_gated(controller.clone(), cancel.clone(), Some(gate)));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(
+        controller.synced.lock().is_empty(),
+        "its caches synced, but the gate is closed"
+    );
+    open.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(*controller.synced.lock(), ["ns/a"]);
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_ungated_controller_starts_once_its_caches_synced() {
+    let controller = Arc::new(Recorder {
+        wiring: Wiring::new(WorkQueue::new(), 1, Arc::new(NoopMetrics)),
+        synced: Mutex::new(Vec::new()),
+    });
+    controller.queue().add(ObjectKey::parse("ns/a"));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(run(controller.clone(), cancel.clone()));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(*controller.synced.lock(), ["ns/a"]);
+    cancel.cancel();
+    task.await.unwrap();
+}
