@@ -27,7 +27,9 @@ mod retry;
 mod server;
 mod serving_flags;
 mod shard_selector;
+mod shard_series;
 mod shards;
+mod suspended;
 mod transport;
 
 use std::{process::ExitCode, sync::Arc};
@@ -149,6 +151,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         // KCM draws the factory's resync period once, between 1x and 2x --min-resync-period.
         resync_period: flags::resync_period(args.min_resync_period, rand::rng().random::<f64>()),
         shadow: shadow.as_ref(),
+        start_gate: None,
         cancel: &controllers_cancel,
     };
     let running = controllers::start(&enabled, &cx)?;

@@ -1,13 +1,8 @@
-//! Prometheus metrics (prometheus-client): the informer crate's metric traits implemented with
-//! upstream's names, plus kcm-rs's own.
+//! Prometheus metrics (prometheus-client): the families, under upstream's names, plus kcm-rs's own;
+//! `metric_sinks.rs` implements the informer and controller crates' metric traits over them.
 
-use std::{
-    sync::{Arc, atomic::AtomicU64},
-    time::Duration,
-};
+use std::sync::{Arc, atomic::AtomicU64};
 
-use controller::{ControllerMetrics, SyncMetrics};
-use informer::{MetricsProvider, QueueMetrics, ReflectorMetrics};
 use parking_lot::Mutex;
 use prometheus_client::{
     encoding::text::encode,
@@ -20,8 +15,11 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::metric_labels::{
-    ControllerLabel, GroupResourceLabel, NameLabel, QueueLabel, ResourceLabel, Sharded, SyncLabel,
+use crate::{
+    metric_labels::{
+        ControllerLabel, GroupResourceLabel, NameLabel, QueueLabel, ResourceLabel, Sharded, SyncLabel,
+    },
+    shard_series::ShardSeries,
 };
 
 type Hist<L> = Family<L, Histogram, fn() -> Histogram>;
@@ -66,6 +64,8 @@ pub struct Metrics {
     pub shards: ShardGauges,
     /// The shard whose queues, informers and syncs this handle labels (`for_shard`).
     shard: Option<String>,
+    /// Invariant: `Some` exactly when `shard` is; the series made under that label.
+    series: Option<Arc<ShardSeries>>,
 }
 
 /// What a sharded replica says of its shards, set once per manager round.
@@ -108,6 +108,7 @@ impl Metrics {
             shadow_divergences: Family::default(),
             shards: ShardGauges::default(),
             shard: None,
+            series: None,
         };
         let mut r = m.registry.lock();
         r.register("workqueue_depth", "Current depth of workqueue", m.depth.clone());
@@ -233,115 +234,29 @@ impl Metrics {
     }
 }
 
-struct Queue {
-    m: Metrics,
-    label: QueueLabel,
-}
-
-impl QueueMetrics for Queue {
-    fn add(&self, depth: usize) {
-        self.m.adds.get_or_create(&self.label).inc();
-        self.m
-            .depth
-            .get_or_create(&self.label)
-            .set(i64::try_from(depth).unwrap_or(i64::MAX));
-    }
-    fn get(&self, depth: usize, queued_for: Duration) {
-        self.m
-            .depth
-            .get_or_create(&self.label)
-            .set(i64::try_from(depth).unwrap_or(i64::MAX));
-        self.m
-            .queue_duration
-            .get_or_create(&self.label)
-            .observe(queued_for.as_secs_f64());
-    }
-    fn done(&self, worked_for: Duration) {
-        self.m
-            .work_duration
-            .get_or_create(&self.label)
-            .observe(worked_for.as_secs_f64());
-    }
-    fn retry(&self) {
-        self.m.retries.get_or_create(&self.label).inc();
-    }
-    fn unfinished_work(&self, total_seconds: f64, longest_seconds: f64) {
-        self.m.unfinished.get_or_create(&self.label).set(total_seconds);
-        self.m.longest.get_or_create(&self.label).set(longest_seconds);
-    }
-}
-
-struct Reflector {
-    m: Metrics,
-    label: Sharded<ResourceLabel>,
-}
-
-impl ReflectorMetrics for Reflector {
-    fn list(&self, _items: usize) {
-        self.m.lists.get_or_create(&self.label).inc();
-    }
-    fn list_error(&self) {
-        self.m.list_errors.get_or_create(&self.label).inc();
-    }
-    fn watch(&self) {
-        self.m.watches.get_or_create(&self.label).inc();
-    }
-    fn watch_error(&self) {
-        self.m.watch_errors.get_or_create(&self.label).inc();
-    }
-    fn watch_events(&self, events: usize) {
-        self.m
-            .watch_events
-            .get_or_create(&self.label)
-            .inc_by(u64::try_from(events).unwrap_or(u64::MAX));
-    }
-}
-
-struct Sync {
-    m: Metrics,
-    controller: String,
-}
-
-impl SyncMetrics for Sync {
-    fn sync(&self, elapsed: Duration, ok: bool) {
-        let label = self.m.sharded(SyncLabel {
-            controller: self.controller.clone(),
-            result: if ok { "success" } else { "error" }.into(),
-        });
-        self.m
-            .sync_duration
-            .get_or_create(&label)
-            .observe(elapsed.as_secs_f64());
-    }
-    /// Upstream exports the skips per controller, under each controller's subsystem.
-    fn stale_sync_skip(&self, group: &str, resource: &str) {
-        let family = match self.controller.as_str() {
-            replicaset::QUEUE_NAME => &self.m.stale_skips,
-            job::QUEUE_NAME => &self.m.job_stale_skips,
-            _ => return,
-        };
-        let label = self.m.sharded(GroupResourceLabel {
-            group: group.into(),
-            resource: resource.into(),
-        });
-        family.get_or_create(&label).inc();
-    }
-    fn panic(&self) {
-        let label = self.m.sharded(ControllerLabel {
-            controller: self.controller.clone(),
-        });
-        self.m.sync_panics.get_or_create(&label).inc();
-    }
-}
-
 impl Metrics {
-    /// The same metrics, with the queues, reflectors and syncs made from here labelled with `shard`.
+    /// The same metrics, with the queues, reflectors and syncs made from here labelled with `shard`
+    /// and their series recorded for [`Metrics::remove_shard_series`].
     #[must_use]
     pub fn for_shard(&self, shard: String) -> Metrics {
         Metrics {
             shard: Some(shard),
+            series: Some(Arc::default()),
             ..self.clone()
         }
+    }
+
+    /// Removes the series this shard handle's queues, reflectors and syncs made, once they stopped;
+    /// the sinks made from it update nothing after that.
+    pub fn remove_shard_series(&self) {
+        if let Some(series) = &self.series {
+            series.remove();
+        }
+    }
+
+    /// Whether this is a shard's handle whose series were removed.
+    fn shard_gone(&self) -> bool {
+        self.series.as_ref().is_some_and(|s| s.removed())
     }
 
     /// `labels` with this handle's shard, if any.
@@ -353,47 +268,8 @@ impl Metrics {
     }
 }
 
-impl MetricsProvider for Metrics {
-    /// Every series of the queue exists from the moment the queue does, at 0, as client-go's
-    /// workqueue metrics provider creates them: dashboards built for KCM show 0, not "no data".
-    fn queue_metrics(&self, name: &str) -> Arc<dyn QueueMetrics> {
-        let label: QueueLabel = self.sharded(NameLabel { name: name.into() });
-        drop(self.depth.get_or_create(&label));
-        drop(self.adds.get_or_create(&label));
-        drop(self.queue_duration.get_or_create(&label));
-        drop(self.work_duration.get_or_create(&label));
-        drop(self.unfinished.get_or_create(&label));
-        drop(self.longest.get_or_create(&label));
-        drop(self.retries.get_or_create(&label));
-        Arc::new(Queue {
-            m: self.clone(),
-            label,
-        })
-    }
-    fn reflector_metrics(&self, resource: &str) -> Arc<dyn ReflectorMetrics> {
-        Arc::new(Reflector {
-            m: self.clone(),
-            label: self.sharded(ResourceLabel {
-                resource: resource.into(),
-            }),
-        })
-    }
-}
-
-impl ControllerMetrics for Metrics {
-    fn sync_metrics(&self, controller: &str) -> Arc<dyn SyncMetrics> {
-        Arc::new(Sync {
-            m: self.clone(),
-            controller: controller.into(),
-        })
-    }
-}
-
-impl replicaset::ReplicaSetMetrics for Metrics {
-    fn sorting_deletion_age_ratio(&self, ratio: f64) {
-        self.deletion_age_ratio.observe(ratio);
-    }
-}
+#[path = "metric_sinks.rs"]
+mod sinks;
 
 #[cfg(test)]
 #[path = "metrics_tests.rs"]

@@ -1,5 +1,10 @@
 //! The exported names and labels, as dashboards built for KCM read them.
 
+use std::time::Duration;
+
+use controller::ControllerMetrics as _;
+use informer::MetricsProvider as _;
+
 use super::*;
 
 #[test]
@@ -36,6 +41,37 @@ fn a_shards_queues_reflectors_and_syncs_carry_the_shard_label() {
         "kcm_rs_reflector_watch_events_total{resource=\"pods\"} 1",
         "kcm_rs_reflector_watch_events_total{resource=\"pods\",shard=\"3-of-12\"} 2",
         "kcm_rs_controller_sync_duration_seconds_count{controller=\"job\",result=\"success\",shard=\"3-of-12\"} 1",
+    ] {
+        assert!(text.contains(line), "{line} missing from:\n{text}");
+    }
+}
+
+#[test]
+fn a_released_shards_series_go_and_the_others_stay() {
+    let m = Metrics::new();
+    let _plain = m.queue_metrics("job");
+    let shard = m.for_shard("3-of-12".into());
+    let other = m.for_shard("4-of-12".into());
+    shard.queue_metrics("job").add(5);
+    let _other = other.queue_metrics("job");
+    shard.reflector_metrics("pods").watch_events(2);
+    let sync = shard.sync_metrics("job");
+    sync.sync(Duration::from_millis(1), false);
+    sync.stale_sync_skip("", "pods");
+    sync.stale_sync_skip("", "pods");
+    assert!(
+        m.encode()
+            .contains("workqueue_depth{name=\"job\",shard=\"3-of-12\"} 5")
+    );
+    shard.remove_shard_series();
+    let text = m.encode();
+    assert!(
+        !text.contains("3-of-12"),
+        "a series of the released shard stayed:\n{text}"
+    );
+    for line in [
+        "workqueue_depth{name=\"job\"} 0",
+        "workqueue_depth{name=\"job\",shard=\"4-of-12\"} 0",
     ] {
         assert!(text.contains(line), "{line} missing from:\n{text}");
     }

@@ -195,7 +195,7 @@ async fn every_attempt_takes_a_token() {
 fn fenced(server: &Script, until: Instant) -> kube::Client {
     let fence = Arc::new(WriteFence::new(2));
     let shard = Shard::of_namespace("retry-ns", 2).unwrap();
-    fence.renewed(shard, until);
+    fence.renewed(shard, until, fence.suspended_now());
     fence.caches(shard, vec![Arc::new(|| true)]);
     clients(server, 1000.0, 1000)
         .sharded(fence, "test-replica")

@@ -8,7 +8,7 @@ mod selection;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use controller::{FeatureGates, Started, shadow::ShadowState, spawn};
+use controller::{FeatureGates, StartGate, Started, shadow::ShadowState, spawn_gated};
 use deployment::{DeploymentController, DeploymentOptions};
 use informer::SharedInformerFactory;
 use job::{JobController, JobOptions};
@@ -77,6 +77,8 @@ pub struct StartContext<'a> {
     pub resync_period: Option<std::time::Duration>,
     /// Set in shadow mode: controllers plan and compare instead of writing.
     pub shadow: Option<&'a Arc<ShadowState>>,
+    /// Set on a replica sharing the work: the workers start once the shard's write fence opens.
+    pub start_gate: Option<StartGate>,
     pub cancel: &'a CancellationToken,
 }
 
@@ -130,11 +132,12 @@ fn start_replicaset(cx: &StartContext<'_>) -> anyhow::Result<Started> {
         ..ReplicaSetOptions::default()
     };
     Ok(match cx.shadow {
-        Some(s) => spawn(
+        Some(s) => spawn_gated(
             ReplicaSetController::shadow(cx.factory, client, s.clone(), options, cx.metrics),
             cx.cancel,
+            cx.start_gate.clone(),
         ),
-        None => spawn(
+        None => spawn_gated(
             ReplicaSetController::new(
                 cx.factory,
                 client,
@@ -143,6 +146,7 @@ fn start_replicaset(cx: &StartContext<'_>) -> anyhow::Result<Started> {
                 Arc::new(cx.metrics.clone()),
             ),
             cx.cancel,
+            cx.start_gate.clone(),
         ),
     })
 }
@@ -157,13 +161,15 @@ fn start_deployment(cx: &StartContext<'_>) -> anyhow::Result<Started> {
         features: cx.args.feature_gates,
     };
     Ok(match cx.shadow {
-        Some(s) => spawn(
+        Some(s) => spawn_gated(
             DeploymentController::shadow(cx.factory, client, s.clone(), options, cx.metrics),
             cx.cancel,
+            cx.start_gate.clone(),
         ),
-        None => spawn(
+        None => spawn_gated(
             DeploymentController::new(cx.factory, client, options, cx.metrics),
             cx.cancel,
+            cx.start_gate.clone(),
         ),
     })
 }
@@ -178,13 +184,15 @@ fn start_job(cx: &StartContext<'_>) -> anyhow::Result<Started> {
         ignore_suspend: perturbed(cx, ShadowPerturbation::IgnoreSuspend),
     };
     Ok(match cx.shadow {
-        Some(s) => spawn(
+        Some(s) => spawn_gated(
             JobController::shadow(cx.factory, client, s.clone(), options, cx.metrics),
             cx.cancel,
+            cx.start_gate.clone(),
         ),
-        None => spawn(
+        None => spawn_gated(
             JobController::new(cx.factory, client, options, cx.metrics, cx.metrics.job_metrics()),
             cx.cancel,
+            cx.start_gate.clone(),
         ),
     })
 }

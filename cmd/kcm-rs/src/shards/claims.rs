@@ -172,3 +172,7 @@ impl Claims {
 #[cfg(test)]
 #[path = "claims_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "claims_search_tests.rs"]
+mod search_tests;

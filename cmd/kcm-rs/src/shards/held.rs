@@ -8,9 +8,11 @@
 //! Lease fine while another layout serves the range). It ends in one
 //! of two ways. Released (surplus, or SIGTERM): stop taking keys and let in-flight syncs finish while
 //! the renewals go on, so the fence stays open for the drain; then close the fence, abort whatever
-//! is left of the shard's tasks (a write waiting to be retried among them), and give the Lease up,
-//! or, if the syncs did not finish in time, leave it to expire, so that a write already on the wire
-//! has a lease duration to land before anyone else acts. Lost (no successful renewal within the
+//! is left of the shard's tasks (a write waiting to be retried among them), wait until every write
+//! that passed the fence has its answer (an Event on its way among them), and give the Lease up; or,
+//! if the syncs did not finish in time or a write ended without an answer (aborted, dropped at its
+//! window's end, answered 504), leave it to expire, so that a write the server may still apply has a
+//! lease duration to land before anyone else acts. Lost (no successful renewal within the
 //! renew deadline, also during a drain): close the fence and abort at once, as a lost leader lease
 //! exits the process; the other shards keep running.
 
@@ -28,6 +30,7 @@ use crate::{
     client::SHARED_INFORMERS,
     controllers::{self, SHUTDOWN_TIMEOUT},
     metric_labels::NameLabel,
+    metrics::Metrics,
     shard_selector::SelectorLayer,
 };
 
@@ -57,12 +60,20 @@ pub const SYNC_BOUND_LEASE_DURATIONS: u32 = 8;
 #[derive(Debug, Clone, Copy)]
 struct Renewal {
     started: Instant,
+    /// The machine's time spent suspended when it started (`WriteFence::suspended_now`).
+    suspended: Duration,
     answered: Instant,
 }
 
 impl Held {
-    /// Starts holding `shard`, whose Lease `elector` won in an attempt that started at `won_at`.
-    pub fn start(shared: Arc<Shared>, shard: Shard, elector: Arc<LeaderElector>, won_at: Instant) -> Self {
+    /// Starts holding `shard`, whose Lease `elector` won in an attempt that started at `won_at`, when
+    /// the machine had been suspended for `won_at.1`.
+    pub fn start(
+        shared: Arc<Shared>,
+        shard: Shard,
+        elector: Arc<LeaderElector>,
+        won_at: (Instant, Duration),
+    ) -> Self {
         let release = CancellationToken::new();
         let synced = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let renewed = Arc::new(Mutex::new(None));
@@ -91,13 +102,13 @@ impl Held {
         }
     }
 
-    /// The start of the last successful renewal answered before `listed_at`, taken: a list begun
-    /// then that shows no overlapping claim confirms it.
-    pub fn unconfirmed(&self, listed_at: Instant) -> Option<Instant> {
+    /// The start of the last successful renewal answered before `listed_at` (and the suspend
+    /// clock then), taken: a list begun then that shows no overlapping claim confirms it.
+    pub fn unconfirmed(&self, listed_at: Instant) -> Option<(Instant, Duration)> {
         let mut renewed = self.renewed.lock();
         let r = renewed.filter(|r| r.answered <= listed_at)?;
         *renewed = None;
-        Some(r.started)
+        Some((r.started, r.suspended))
     }
 }
 
@@ -118,20 +129,23 @@ enum End {
 
 async fn hold(
     h: Hold,
-    won_at: Instant,
+    (won_at, suspended): (Instant, Duration),
     release: CancellationToken,
     synced_flag: Arc<std::sync::atomic::AtomicBool>,
 ) {
     let (shared, shard, elector) = (h.shared.clone(), h.shard, h.elector.clone());
     let cfg = elector.config().clone();
-    shared.fence.renewed(shard, won_at + cfg.renew_deadline);
+    shared
+        .fence
+        .renewed(shard, won_at + cfg.renew_deadline, suspended);
     let lease = NameLabel {
         name: cfg.name.clone(),
     };
     shared.metrics.leader.get_or_create(&lease).set(1);
     tracing::info!(%shard, selector = %shard.selector(), "holding shard");
     let token = CancellationToken::new();
-    let running = match start_controllers(&shared, shard, &token) {
+    let metrics = shared.metrics.for_shard(shard.to_string());
+    let running = match start_controllers(&shared, shard, &metrics, &token) {
         Ok(r) => r,
         Err(e) => {
             tracing::error!(%shard, "cannot start the shard's controllers: {e:#}; releasing it");
@@ -189,18 +203,29 @@ async fn hold(
             }
         }
     };
+    let window_end = shared.fence.window_end(shard);
     shared.fence.close(shard);
     for c in &running {
         c.task.abort();
     }
-    match (end, drained) {
+    // The Lease goes only once every write of this hold was answered (an Event still on its way
+    // among them); a write aborted or dropped unanswered may yet be applied, so then it expires.
+    let settled = match (&end, window_end) {
+        (End::Released(_), Some(until)) if drained => shared.fence.settle(shard, until).await,
+        _ => false,
+    };
+    match (end, drained && settled) {
         (End::Released(_), true) => {
             elector.release().await;
             tracing::info!(%shard, "released shard");
         }
         (End::Released(_), false) => {
             elector.stop_leading();
-            tracing::warn!(%shard, "in-flight syncs did not finish in time; leaving the lease to expire");
+            tracing::warn!(
+                %shard,
+                drained,
+                "in-flight syncs or writes did not finish with an answer in time; leaving the lease to expire"
+            );
         }
         (End::Lost, _) => {
             elector.stop_leading();
@@ -209,6 +234,7 @@ async fn hold(
     }
     shared.health.remove_controllers(&format!("/{shard}"));
     shared.metrics.leader.get_or_create(&lease).set(0);
+    metrics.remove_shard_series();
 }
 
 /// Renews every retry period until released (Released, with the last success's start) or no renewal
@@ -224,6 +250,7 @@ async fn renew(h: &Hold, won_at: Instant, release: &CancellationToken) -> End {
             () = tokio::time::sleep(cfg.retry_period) => {}
         }
         let deadline = last + cfg.renew_deadline;
+        let suspended = h.shared.fence.suspended_now();
         let attempt = tokio::select! {
             () = release.cancelled() => return End::Released(last),
             a = tokio::time::timeout_at(deadline, elector.try_lead()) => a,
@@ -233,6 +260,7 @@ async fn renew(h: &Hold, won_at: Instant, release: &CancellationToken) -> End {
                 last = started;
                 *h.renewed.lock() = Some(Renewal {
                     started,
+                    suspended,
                     answered: Instant::now(),
                 });
             }
@@ -242,27 +270,36 @@ async fn renew(h: &Hold, won_at: Instant, release: &CancellationToken) -> End {
     }
 }
 
+/// Whether the shard's write fence lets writes out now: every controller of the shard synced and the
+/// hold confirmed. Each controller's workers wait for it, so that none syncs while the others' caches
+/// still fill (its writes would be refused as "waits for its caches to sync").
+fn fence_open(shared: &Shared, shard: Shard) -> controller::StartGate {
+    let fence = shared.fence.clone();
+    Arc::new(move || fence.shard_open(shard, Instant::now()).is_ok())
+}
+
 /// The enabled controllers on informers of this shard only.
 fn start_controllers(
     shared: &Shared,
     shard: Shard,
+    metrics: &Metrics,
     token: &CancellationToken,
 ) -> anyhow::Result<Vec<Started>> {
     let set = ShardSet::one(shard);
     let client = shared
         .clients
         .client_with(SHARED_INFORMERS, SelectorLayer::new(&set.selector()))?;
-    let metrics = shared.metrics.for_shard(shard.to_string());
     let factory =
-        controllers::informer_factory(&shared.args, client, &metrics).with_shards(set, shared.server.clone());
+        controllers::informer_factory(&shared.args, client, metrics).with_shards(set, shared.server.clone());
     let cx = controllers::StartContext {
         args: &shared.args,
         factory: &factory,
         clients: &shared.clients,
-        metrics: &metrics,
+        metrics,
         identity: &shared.identity,
         resync_period: shared.resync_period,
         shadow: None,
+        start_gate: Some(fence_open(shared, shard)),
         cancel: token,
     };
     let running = controllers::start(&shared.enabled, &cx)?;

@@ -18,7 +18,7 @@ mod plan;
 mod shared;
 mod unsharded;
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use informer::Shard;
@@ -190,21 +190,27 @@ pub async fn run(
         }
         let mut won = Vec::new();
         for index in plan.acquire {
+            let suspended = shared.fence.suspended_now();
             if let Some(won_at) = electors[index as usize].try_lead().await {
-                won.push((index, won_at));
+                won.push((index, won_at, suspended));
             }
         }
-        if !won.is_empty() && !check_claims(&leases, &mut claims, &shards, &won, &shared.identity).await {
-            for (index, _) in won.drain(..) {
-                electors[index as usize].release().await;
+        if !won.is_empty() {
+            let clashing = check_claims(&leases, &mut claims, &shards, &won, &shared.identity).await;
+            if !clashing.is_empty() {
+                for index in &clashing {
+                    electors[*index as usize].release().await;
+                }
+                won.retain(|(index, ..)| !clashing.contains(index));
+                acquire_after = Instant::now() + jittered(args.leader_elect_retry_period * 2);
             }
-            acquire_after = Instant::now() + jittered(args.leader_elect_retry_period * 2);
         }
-        for (index, won_at) in won {
+        for (index, won_at, suspended) in won {
             let shard = shards[index as usize];
+            let elector = electors[index as usize].clone();
             held.insert(
                 index,
-                Held::start(shared.clone(), shard, electors[index as usize].clone(), won_at),
+                Held::start(shared.clone(), shard, elector, (won_at, suspended)),
             );
         }
         for index in plan.release {
@@ -277,7 +283,7 @@ fn confirm(
 ) {
     let renew_deadline = shared.args.leader_elect_renew_deadline;
     for h in held.values_mut().filter(|h| !h.conflict) {
-        let Some(started) = h.unconfirmed(listed_at) else {
+        let Some((started, suspended)) = h.unconfirmed(listed_at) else {
             continue;
         };
         if claims.blocks(h.shard, &shared.identity, now) {
@@ -286,38 +292,42 @@ fn confirm(
             shared.fence.close(h.shard);
             h.release.cancel();
         } else {
-            shared.fence.renewed(h.shard, started + renew_deadline);
+            shared.fence.renewed(h.shard, started + renew_deadline, suspended);
         }
     }
 }
 
-/// After winning `won`, lists the Leases again (a read begun after the claims were committed): true
-/// when none of them overlaps a live claim of another layout. Of two layouts claiming at once, the
-/// later claimer always sees the earlier one; both may back off.
+/// After winning `won`, lists the Leases again (a read begun after the claims were committed): the
+/// shards of `won` that overlap a live claim of another layout, to be given up (all of them if the
+/// list fails). Each shard's claim stands or falls on its own range. Of two layouts claiming at once,
+/// the later claimer always sees the earlier one; both may back off.
 async fn check_claims(
     leases: &Api<Lease>,
     claims: &mut Claims,
     shards: &[Shard],
-    won: &[(u32, Instant)],
+    won: &[(u32, Instant, Duration)],
     identity: &str,
-) -> bool {
+) -> Vec<u32> {
     let list = match leases.list(&ListParams::default()).await {
         Ok(l) => l.items,
         Err(e) => {
             tracing::warn!("listing the Leases after claiming: {e}; giving the claims up");
-            return false;
+            return won.iter().map(|(i, ..)| *i).collect();
         }
     };
     let now = Instant::now();
     claims.observe(&list, now);
-    let clash = won
-        .iter()
-        .map(|(i, _)| shards[*i as usize])
-        .find(|s| claims.blocks(*s, identity, now));
-    if let Some(s) = clash {
-        tracing::warn!(shard = %s, "another layout claimed an overlapping range meanwhile; backing off");
-    }
-    clash.is_none()
+    won.iter()
+        .map(|(i, ..)| *i)
+        .filter(|i| {
+            let shard = shards[*i as usize];
+            let clash = claims.blocks(shard, identity, now);
+            if clash {
+                tracing::warn!(%shard, "another layout claimed an overlapping range meanwhile; backing off");
+            }
+            clash
+        })
+        .collect()
 }
 
 /// `d` times a random factor from 1 to 2.

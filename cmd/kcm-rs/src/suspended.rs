@@ -1,0 +1,45 @@
+//! How long the machine has been suspended since boot: `CLOCK_BOOTTIME` minus `CLOCK_MONOTONIC`.
+//!
+//! Every timer and `Instant` in the process runs on `CLOCK_MONOTONIC`, which stops while a VM or host
+//! is suspended. A holder suspended past its lease would wake to a write fence that still reads open
+//! for the rest of its window, beside the replica that took the shard meanwhile. The fence shortens
+//! each window by the suspend that happened since it was set. (SIGSTOP, cgroup freezes and live
+//! migration keep both clocks running; upstream's Go clock is monotonic too, so KCM has the same gap.)
+
+use std::{sync::Arc, time::Duration};
+
+use rustix::time::{ClockId, Timespec, clock_gettime};
+
+/// Time spent suspended since boot; injected, so that tests can suspend.
+pub type SuspendClock = Arc<dyn Fn() -> Duration + Send + Sync>;
+
+/// The machine's own.
+pub fn system() -> SuspendClock {
+    Arc::new(|| {
+        let boot = duration(clock_gettime(ClockId::Boottime));
+        let monotonic = duration(clock_gettime(ClockId::Monotonic));
+        boot.saturating_sub(monotonic)
+    })
+}
+
+fn duration(t: Timespec) -> Duration {
+    let secs = u64::try_from(t.tv_sec).unwrap_or(0);
+    let nanos = u32::try_from(t.tv_nsec).unwrap_or(0);
+    Duration::new(secs, nanos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_system_clock_reads_a_plausible_value() {
+        let suspended = system()();
+        // Less than the time since boot, which CLOCK_BOOTTIME counts: a sanity bound, not a figure.
+        let boot = duration(clock_gettime(ClockId::Boottime));
+        assert!(
+            suspended <= boot,
+            "{suspended:?} suspended of {boot:?} since boot"
+        );
+    }
+}
