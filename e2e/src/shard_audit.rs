@@ -1,14 +1,18 @@
 //! Whether kcm-rs replicas kept to their shards, judged from the API server's audit log rather than
 //! from what the replicas say of themselves.
 //!
-//! The log (`hack/cluster.sh sharding on|off --audit-writes`) holds every write of the admin user,
-//! with the request bodies of Lease writes in kube-system. A sharded replica names itself in its
+//! The log (`hack/cluster.sh sharding on|off --audit-writes`) holds every write of the admin user and
+//! the kcm-rs ServiceAccount, with the request bodies of Lease writes in kube-system. A sharded replica names itself in its
 //! User-Agent (`kcm-rs/<client>/<identity>`), so each write says who sent it, and each successful
 //! write of a shard Lease says who held the shard from then on. A replica's term on a shard runs
 //! from the answer to the write that made it the holder to the arrival of the next write that made
-//! someone else (or no one) the holder. Every write a replica sent into a namespace must have
-//! arrived within one of its own terms on that namespace's shard: then no namespace was written by
-//! two replicas in one term, the property the write fence exists for.
+//! someone else (or no one) the holder. Every write a replica sent into a namespace must lie within
+//! one of its own terms on that namespace's shard, from its arrival to its answer (by when it was
+//! applied): then no namespace was written by two replicas in one term, the property the write fence
+//! exists for. Judging by arrival alone would pass a write that waited in the server and was applied
+//! after the next holder had begun. (A write answered 504 by the server's timeout filter may still be
+//! applied after its answer; the fence keeps such a write's Lease from being released, so it
+//! expires instead, and the term only ends a lease duration later.)
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -51,6 +55,8 @@ struct Write {
     identity: String,
     namespace: String,
     arrived: String,
+    /// When its answer was complete: the change was applied by then.
+    answered: String,
     what: String,
 }
 
@@ -111,6 +117,7 @@ pub fn check_writes_within_terms(
                 identity: identity.to_owned(),
                 namespace: namespace.to_owned(),
                 arrived,
+                answered,
                 what: format!(
                     "{} {}{} {name}",
                     event["verb"].as_str().unwrap_or_default(),
@@ -143,15 +150,16 @@ pub fn check_writes_within_terms(
                 ts.iter().any(|t| {
                     t.holder == w.identity
                         && t.from <= w.arrived
-                        && t.until.as_ref().is_none_or(|until| w.arrived < *until)
+                        && t.until.as_ref().is_none_or(|until| w.answered < *until)
                 })
             })
         });
         if !within {
             let theirs: Vec<_> = leases.iter().map(|l| (l, terms.get(l))).collect();
             errors.push(format!(
-                "{} by {} arrived at {} outside its terms on {leases:?} (namespace {}); the terms: {theirs:?}",
-                w.what, w.identity, w.arrived, w.namespace,
+                "{} by {} arrived at {} and answered at {}, not inside one of its terms on {leases:?} \
+                 (namespace {}); the terms: {theirs:?}",
+                w.what, w.identity, w.arrived, w.answered, w.namespace,
             ));
         }
     }

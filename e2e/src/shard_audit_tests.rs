@@ -24,6 +24,10 @@ fn lease(second: u32, by: &str, holder: Option<&str>, code: u16) -> String {
 }
 
 fn write(second: u32, by: &str, namespace: &str) -> String {
+    write_answered(second, second, by, namespace)
+}
+
+fn write_answered(second: u32, answered: u32, by: &str, namespace: &str) -> String {
     json!({
         "stage": "ResponseComplete",
         "userAgent": format!("kcm-rs/replicaset-controller/{by}"),
@@ -31,7 +35,7 @@ fn write(second: u32, by: &str, namespace: &str) -> String {
         "objectRef": {"resource": "pods", "namespace": namespace},
         "responseStatus": {"code": 201},
         "requestReceivedTimestamp": at(second),
-        "stageTimestamp": at(second),
+        "stageTimestamp": at(answered),
     })
     .to_string()
 }
@@ -115,4 +119,20 @@ fn other_agents_and_unknown_replicas_are_not_checked() {
 fn timestamps_of_another_shape_are_refused() {
     let line = write(1, A, "ns").replace(".000000Z", "Z");
     assert!(check(&[line]).is_err());
+}
+
+#[test]
+fn a_write_that_arrived_in_its_term_but_was_applied_after_it_fails() {
+    let errors = check(&[
+        lease(1, A, Some(A), 200),
+        write_answered(4, 6, A, "ns"), // waited in the server past the takeover
+        lease(5, B, Some(B), 200),
+        write(7, B, "ns"),
+    ])
+    .unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert!(
+        errors[0].contains("answered at 2026-11-26T00:00:06"),
+        "{errors:#?}"
+    );
 }
