@@ -156,25 +156,34 @@ cluster_start() {
   cluster_up=true
 }
 
-# Waits, at most $settle_timeout seconds, while the previous suite's pods are still going away.
-# Suites delete their namespaces in the background as they end; one that leaves a thousand pods behind
-# (leader_election_load) keeps upstream's controllers and the API server busy well into the next
-# suite, whose upstream half then lags behind what its differential expects. The wait ends once the
-# cluster's pod count stops falling: a namespace that never finishes deleting (a failed pod kept by
-# its finalizer under both controllers) holds a few pods that do not change.
+# Waits, at most $settle_timeout seconds, while the previous suite's pods and namespaces are still
+# going away. Suites delete their namespaces in the background as they end; one that leaves a
+# thousand pods behind (leader_election_load) keeps upstream's controllers and the API server busy
+# well into the next suite, whose upstream half then lags behind what its differential expects. A
+# namespace still terminating is as bad: a suite that restarts kube-controller-manager (ModeGuard)
+# makes it resync the leftover ReplicaSets, and the new process's replicaset-controller spends its
+# token bucket and its event stream on them (rejected Events for namespaces just gone) while the
+# suite's upstream half runs; a replicaset differential once saw none of upstream's events that way.
+# The wait ends when neither count has changed over three polls (6 s): a namespace that never
+# finishes deleting (a failed pod kept by its finalizer under both controllers) holds a few pods that
+# do not change.
 settle_timeout=${KCM_RS_E2E_SETTLE_SECONDS:-180}
 settle() {
   $cluster_up || return 0
-  local t0=$SECONDS kubectl count previous=-1
+  local t0=$SECONDS kubectl pods terminating previous="" still=0
   kubectl=$(source "$KCM_RS_RUN_DIR/cluster.env" && echo "$KCM_RS_KUBE_BIN/kubectl")
+  local -a k=("$kubectl" --kubeconfig "$KCM_RS_RUN_DIR/kubeconfig")
   while ((SECONDS - t0 < settle_timeout)); do
-    count=$("$kubectl" --kubeconfig "$KCM_RS_RUN_DIR/kubeconfig" get pods --all-namespaces --no-headers \
-      2>/dev/null | wc -l) || count=0
-    ((count == 0 || count == previous)) && break
-    previous=$count
+    pods=$("${k[@]}" get pods --all-namespaces --no-headers 2>/dev/null | wc -l) || pods=0
+    terminating=$("${k[@]}" get namespaces --no-headers 2>/dev/null | awk '$2 == "Terminating"' | wc -l) ||
+      terminating=0
+    ((pods == 0 && terminating == 0)) && break
+    if [[ "$pods $terminating" == "$previous" ]]; then still=$((still + 1)); else still=0; fi
+    ((still >= 2)) && break
+    previous="$pods $terminating"
     sleep 3
   done
-  ((SECONDS - t0 < 4)) || say "waited $((SECONDS - t0))s for the previous suite's pods to go"
+  ((SECONDS - t0 < 4)) || say "waited $((SECONDS - t0))s for the previous suite's pods and namespaces to go"
 }
 
 cluster_stop() {
