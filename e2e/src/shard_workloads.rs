@@ -242,3 +242,30 @@ pub fn identity(replica: &KcmRs) -> String {
         .identity()
         .expect("a replica logs its identity at start-up")
 }
+
+/// The write audit of a scale-out test: every write of the replicas `identities` into `names` lies
+/// in one of its sender's terms on the namespace's shard Lease of any of the `layouts` (shard
+/// counts), from its arrival to its answer (`check_writes_within_terms`); panics with every write
+/// that does not. The summary is for the test's own checks that it was not vacuous.
+pub fn writes_within_terms(
+    cluster: &Cluster,
+    identities: &[String],
+    names: &[String],
+    layouts: &[u32],
+) -> crate::AuditSummary {
+    let path = cluster.run_dir.join("logs/audit-writes.log");
+    let log = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let leases_of = |ns: &str| -> Vec<String> {
+        if !names.iter().any(|n| n == ns) {
+            return Vec::new();
+        }
+        layouts
+            .iter()
+            .map(|n| format!("kcm-rs-shard-{}", informer::Shard::of_namespace(ns, *n).unwrap()))
+            .collect()
+    };
+    let summary = crate::check_writes_within_terms(&log, identities, leases_of)
+        .unwrap_or_else(|errors| panic!("writes outside their sender's shard terms: {errors:#?}"));
+    println!("audit: {summary:?}");
+    summary
+}

@@ -15,6 +15,7 @@ use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     shard_workloads::{
         GateGuard, converged_exactly, create_workloads, delete_namespaces, identity, pod_recorder, scale,
+        writes_within_terms,
     },
     wait_for,
 };
@@ -94,7 +95,13 @@ async fn disruptive_layout_changes_hand_over_without_two_writers() {
     converged_exactly(&cluster, &seen, &names).await;
     drop(pods);
     stop_pods.cancel();
-    sharded_writes_within_terms(&cluster, &identities, &names);
+    // The unsharded process's User-Agent names no identity; its writes are bounded by the waits
+    // asserted above.
+    let summary = writes_within_terms(&cluster, &identities, &names, &[4, 6]);
+    assert!(
+        summary.writes.len() == 2,
+        "both sharded layouts wrote: {summary:?}"
+    );
 
     drop(back);
     delete_namespaces(&cluster, &names).await;
@@ -136,28 +143,4 @@ async fn holders(cluster: &Cluster, count: u32, by: &[&KcmRs]) {
         },
     )
     .await;
-}
-
-/// Every write of the sharded replicas into the test's namespaces lies in one of its sender's terms
-/// on the Lease of either layout that covers the namespace. (The unsharded process's User-Agent
-/// names no identity; its writes are bounded by the waits asserted above.)
-fn sharded_writes_within_terms(cluster: &Cluster, identities: &[String], names: &[String]) {
-    let path = cluster.run_dir.join("logs/audit-writes.log");
-    let log = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let leases_of = |ns: &str| -> Vec<String> {
-        if !names.iter().any(|n| n == ns) {
-            return Vec::new();
-        }
-        [4, 6]
-            .iter()
-            .map(|n| format!("kcm-rs-shard-{}", informer::Shard::of_namespace(ns, *n).unwrap()))
-            .collect()
-    };
-    let summary = kcm_rs_e2e::check_writes_within_terms(&log, identities, leases_of)
-        .unwrap_or_else(|errors| panic!("writes outside their sender's shard terms: {errors:#?}"));
-    println!("audit: {summary:?}");
-    assert!(
-        summary.writes.len() == 2,
-        "both sharded layouts wrote: {summary:?}"
-    );
 }

@@ -14,7 +14,7 @@ use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     shard_workloads::{
         GateGuard, converged_exactly, create_workloads, delete_namespaces, identity, pod_recorder, scale,
-        spread,
+        spread, writes_within_terms,
     },
 };
 use kube::{Api, api::DeleteParams};
@@ -69,7 +69,8 @@ async fn disruptive_paused_holder_and_deleted_lease() {
     converged_exactly(&cluster, &seen, &names).await;
     drop(pods);
     stop_pods.cancel();
-    let summary = writes_within_terms(&cluster, &ids, &names);
+    let summary = writes_within_terms(&cluster, &ids, &names, &[SHARDS]);
+    assert!(summary.total_writes() >= names.len() * 8, "{summary:?}");
     assert!(
         summary.writes.len() == 2 && summary.total_terms() > SHARDS as usize + 2,
         "both replicas wrote and shards changed hands: {summary:?}"
@@ -127,7 +128,8 @@ async fn disruptive_throttled_pod_writes_during_rebalance() {
     );
     drop(pods);
     stop_pods.cancel();
-    writes_within_terms(&cluster, &ids, &names);
+    let summary = writes_within_terms(&cluster, &ids, &names, &[SHARDS]);
+    assert!(summary.total_writes() >= names.len() * 8, "{summary:?}");
     drop((a, b, c));
     delete_namespaces(&cluster, &names).await;
 }
@@ -221,30 +223,4 @@ fn signal(pid: u32, sig: &str) {
         .status()
         .expect("running kill");
     assert!(status.success(), "kill {sig} {pid}: {status}");
-}
-
-/// Every write of the replicas into the test's namespaces lies in one of its sender's terms on the
-/// namespace's shard Lease; at least the pods the specs needed were written.
-fn writes_within_terms(
-    cluster: &Cluster,
-    identities: &[String],
-    names: &[String],
-) -> kcm_rs_e2e::AuditSummary {
-    let path = cluster.run_dir.join("logs/audit-writes.log");
-    let log = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let lease_of = |ns: &str| {
-        names
-            .iter()
-            .filter(|n| *n == ns)
-            .map(|_| {
-                let shard = informer::Shard::of_namespace(ns, SHARDS).unwrap();
-                format!("kcm-rs-shard-{shard}")
-            })
-            .collect()
-    };
-    let summary = kcm_rs_e2e::check_writes_within_terms(&log, identities, lease_of)
-        .unwrap_or_else(|errors| panic!("writes outside their sender's shard terms: {errors:#?}"));
-    println!("audit: {summary:?}");
-    assert!(summary.total_writes() >= names.len() * 8, "{summary:?}");
-    summary
 }

@@ -18,7 +18,7 @@ use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     shard_workloads::{
         GateGuard, converged_exactly, create_workloads, delete_namespaces, identity, pod_recorder, scale,
-        spread,
+        spread, writes_within_terms,
     },
 };
 use parking_lot::Mutex;
@@ -103,7 +103,7 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     converged_exactly(&cluster, &seen, &names).await;
     drop(pods);
     stop_pods.cancel();
-    writes_within_terms(&cluster, &identities, &names);
+    audit(&cluster, &identities, &names);
 
     for r in &replicas {
         let (code, body) = r.http_get("/debug/shards");
@@ -137,23 +137,11 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     delete_namespaces(&cluster, &names).await;
 }
 
-/// Every write the replicas sent into the test's namespaces arrived, by the API server's audit log,
-/// while its sender held the namespace's shard Lease: no namespace written by two replicas in one
-/// term. Not vacuous: at least the pods the specs needed were written, by the replica killed
+/// The write audit (`shard_workloads::writes_within_terms`): no namespace written by two replicas in
+/// one term. Not vacuous: at least the pods the specs needed were written, by the replica killed
 /// (`identities[0]`: its namespaces had work before it died) and others, and shards changed hands.
-fn writes_within_terms(cluster: &Cluster, identities: &[String], names: &[String]) {
-    let path = cluster.run_dir.join("logs/audit-writes.log");
-    let log = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let lease_of = |ns: &str| {
-        names
-            .iter()
-            .filter(|n| *n == ns)
-            .map(|_| format!("kcm-rs-shard-{}-of-{SHARDS}", shard_of(ns).index()))
-            .collect()
-    };
-    let summary = kcm_rs_e2e::check_writes_within_terms(&log, identities, lease_of)
-        .unwrap_or_else(|errors| panic!("writes outside their sender's shard terms: {errors:#?}"));
-    println!("audit: {summary:?}");
+fn audit(cluster: &Cluster, identities: &[String], names: &[String]) {
+    let summary = writes_within_terms(cluster, identities, names, &[SHARDS_U32]);
     assert!(summary.total_writes() >= names.len() * 8, "{summary:?}");
     assert!(
         summary.writes.contains_key(&identities[0]) && summary.writes.len() >= 2,
