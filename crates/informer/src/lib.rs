@@ -15,6 +15,7 @@
 
 pub mod informer;
 pub mod key;
+mod layout;
 pub mod listwatch;
 pub mod metrics;
 pub mod protobuf;
@@ -24,6 +25,7 @@ mod shard;
 mod sharded;
 pub mod store;
 pub mod transform;
+mod watch_cache;
 pub mod workqueue;
 
 #[cfg(any(test, feature = "testing"))]
@@ -34,6 +36,7 @@ pub use informer::{
     SharedInformerFactory, wait_for_cache_sync,
 };
 pub use key::ObjectKey;
+pub use layout::{Layout, LayoutError};
 pub use listwatch::{ListerWatcher, WatchStream};
 pub use metrics::{MetricsProvider, NoopMetrics, QueueMetrics, ReflectorMetrics};
 pub use reflector::{Reflector, ReflectorConfig, ReflectorError, ReflectorEvent, Snapshot};
@@ -42,4 +45,5 @@ pub use shard::{MAX_SHARDS, SHARD_FIELD, Shard, ShardError, ShardSet, fnv1a64};
 pub use sharded::{ServerSharding, ShardFiltered};
 pub use store::{Lister, Store};
 pub use transform::{Transform, strip_managed_fields};
+pub use watch_cache::{REPLAY_WINDOW, View, WatchCache, WatchCaches};
 pub use workqueue::WorkQueue;

@@ -27,11 +27,16 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
         .fold(OFFSET_BASIS, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME))
 }
 
-/// Shard `index` of `count`. Invariant: `1 <= count <= MAX_SHARDS` and `index < count`.
+/// Shard `index` of `count`, of the layout `tag` names (0: equal ranges; see [`crate::Layout`]).
+/// Invariant: `1 <= count <= MAX_SHARDS`, `index < count`, `start < end <= 2^64`, and for tag 0 the
+/// bounds are the equal cut's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Shard {
     index: u32,
     count: u32,
+    tag: u32,
+    start: u128,
+    end: u128,
 }
 
 /// Why a shard could not be made.
@@ -47,13 +52,37 @@ impl Shard {
         if count == 0 || count > MAX_SHARDS || index >= count {
             return Err(ShardError { index, count });
         }
-        Ok(Self { index, count })
+        Ok(Self::equal(index, count))
+    }
+
+    fn equal(index: u32, count: u32) -> Self {
+        Self {
+            index,
+            count,
+            tag: 0,
+            start: bound(index, count),
+            end: bound(index + 1, count),
+        }
+    }
+
+    /// Shard `index` of `count` of a layout with cuts of its own (`tag` non-zero), `[start, end)`.
+    pub fn cut(index: u32, count: u32, tag: u32, start: u128, end: u128) -> Result<Self, ShardError> {
+        if count == 0 || count > MAX_SHARDS || index >= count || tag == 0 || start >= end || end > 1 << 64 {
+            return Err(ShardError { index, count });
+        }
+        Ok(Self {
+            index,
+            count,
+            tag,
+            start,
+            end,
+        })
     }
 
     /// Every shard of `count`, in order.
     pub fn all(count: u32) -> Result<impl Iterator<Item = Shard>, ShardError> {
         Shard::new(0, count)?;
-        Ok((0..count).map(move |index| Shard { index, count }))
+        Ok((0..count).map(move |index| Shard::equal(index, count)))
     }
 
     /// The shard holding objects of namespace `ns` among `count`.
@@ -71,7 +100,7 @@ impl Shard {
         while u128::from(hash) < bound(index, count) {
             index -= 1;
         }
-        Shard { index, count }
+        Shard::equal(index, count)
     }
 
     pub fn index(self) -> u32 {
@@ -82,14 +111,19 @@ impl Shard {
         self.count
     }
 
+    /// The layout's tag: 0 for equal ranges, else a hash of its cuts.
+    pub fn tag(self) -> u32 {
+        self.tag
+    }
+
     /// The first hash in this shard.
     pub fn start(self) -> u128 {
-        bound(self.index, self.count)
+        self.start
     }
 
     /// One past the last hash in this shard (2^64 for the last shard).
     pub fn end(self) -> u128 {
-        bound(self.index + 1, self.count)
+        self.end
     }
 
     pub fn contains_hash(self, hash: u64) -> bool {
@@ -111,10 +145,15 @@ impl Shard {
     }
 }
 
-/// `3-of-12`: how logs, metrics and Lease names say which shard.
+/// `3-of-12`, or `3-of-12c0a1b2c3d` in a layout with cuts of its own: how logs, metrics and Lease
+/// names say which shard.
 impl fmt::Display for Shard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-of-{}", self.index, self.count)
+        write!(f, "{}-of-{}", self.index, self.count)?;
+        if self.tag != 0 {
+            write!(f, "c{:08x}", self.tag)?;
+        }
+        Ok(())
     }
 }
 
@@ -129,17 +168,20 @@ fn hex_bound(b: u128) -> String {
 }
 
 /// The shards a lister-watcher asks for and keeps: their selector terms joined with `||`.
-/// Invariant: non-empty, all of one count, sorted, no duplicates.
+/// Invariant: non-empty, all of one layout, sorted, no duplicates.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ShardSet {
     shards: Vec<Shard>,
 }
 
 impl ShardSet {
-    /// `None` when `shards` is empty or mixes counts.
+    /// `None` when `shards` is empty or mixes layouts.
     pub fn new(mut shards: Vec<Shard>) -> Option<Self> {
-        let count = shards.first()?.count;
-        if shards.iter().any(|s| s.count != count) {
+        let first = *shards.first()?;
+        if shards
+            .iter()
+            .any(|s| (s.count, s.tag) != (first.count, first.tag))
+        {
             return None;
         }
         shards.sort_unstable();

@@ -59,7 +59,7 @@ impl ServerSharding {
             tracing::warn!(
                 %resource,
                 "the API server does not shard list and watch (gate ShardedListAndWatch off, or older); \
-                 filtering here: same outcome, no less traffic"
+                 filtering on this side"
             );
         }
     }
@@ -85,7 +85,7 @@ impl<L> ShardFiltered<L> {
     }
 }
 
-fn keep<K: Resource>(shards: &ShardSet, obj: &K) -> bool {
+pub(crate) fn keep<K: Resource>(shards: &ShardSet, obj: &K) -> bool {
     // A namespaced kind always has a namespace; keep what has none rather than hide it.
     obj.namespace().is_none_or(|ns| shards.contains_namespace(&ns))
 }

@@ -20,8 +20,9 @@ use crate::{
     protobuf::{ProtobufListWatch, ProtobufObject},
     reflector::ReflectorConfig,
     shard::ShardSet,
-    sharded::{ServerSharding, ShardFiltered},
+    sharded::{ServerSharding, ShardFiltered, keep},
     transform::strip_managed_fields,
+    watch_cache::WatchCaches,
 };
 
 /// Selectors that make an informer distinct from the plain one for its kind.
@@ -39,6 +40,8 @@ pub struct SharedInformerFactory {
     namespaces: Vec<String>,
     /// Set when this factory serves some shards only: every namespaced informer keeps their objects.
     shards: Option<(ShardSet, Arc<ServerSharding>)>,
+    /// Set when the shards' informers read views of replica-wide caches instead of the API server.
+    caches: Option<Arc<WatchCaches>>,
     watch_list: bool,
     metrics: Arc<dyn MetricsProvider>,
     /// Kinds listed and watched as protobuf: a [`MakeListWatch`] for each, by type.
@@ -69,6 +72,7 @@ impl SharedInformerFactory {
             client,
             namespaces: Vec::new(),
             shards: None,
+            caches: None,
             watch_list: true,
             metrics: Arc::new(NoopMetrics),
             protobuf: HashMap::new(),
@@ -91,6 +95,19 @@ impl SharedInformerFactory {
     #[must_use]
     pub fn with_shards(mut self, shards: ShardSet, server: Arc<ServerSharding>) -> Self {
         self.shards = Some((shards, server));
+        self
+    }
+
+    /// Serves the shards' namespaced informers (see [`with_shards`]) from views of `caches`, one
+    /// list-and-watch of each kind for the whole process, rather than one request per shard: for
+    /// an API server that does not filter by shard, where each request would carry the whole kind.
+    /// The client given to [`new`] then sends no `shardSelector`.
+    ///
+    /// [`with_shards`]: SharedInformerFactory::with_shards
+    /// [`new`]: SharedInformerFactory::new
+    #[must_use]
+    pub fn with_watch_caches(mut self, caches: Arc<WatchCaches>) -> Self {
+        self.caches = Some(caches);
         self
     }
 
@@ -192,9 +209,21 @@ impl SharedInformerFactory {
         }
         if let Some((shards, server)) = self.shards.as_ref().filter(|_| namespaced) {
             for scope in &mut scopes {
-                let filtered =
-                    ShardFiltered::new(scope.api.clone(), shards.clone(), server.clone(), &resource);
-                scope.api = Arc::new(filtered);
+                scope.api = match &self.caches {
+                    Some(caches) => {
+                        let upstream = scope.api.clone();
+                        let key = (options.clone(), scope.namespace.clone());
+                        let cache = caches.get_or_start(key, || upstream, &resource, &config);
+                        let shards = shards.clone();
+                        Arc::new(cache.view(move |o: &K| keep(&shards, o)))
+                    }
+                    None => Arc::new(ShardFiltered::new(
+                        scope.api.clone(),
+                        shards.clone(),
+                        server.clone(),
+                        &resource,
+                    )),
+                };
             }
         }
         let informer = SharedInformer::new(resource, scopes, config);
