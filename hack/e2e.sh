@@ -52,7 +52,7 @@ image_suites=(image)
 # without their builds.
 declare -A known_seconds=(
   [parallel]=40 [informer_disruptive]=16 [secure_serving]=14 [replicaset]=71 [deployment]=65
-  [job]=151 [shadow]=98 [rbac]=111 [leader_election]=37 [leader_election_load]=72 [sharding]=185 [layout_change]=90 [shard_faults]=200
+  [job]=151 [shadow]=98 [rbac]=111 [leader_election]=37 [leader_election_load]=72 [sharding]=270 [layout_change]=180 [shard_faults]=200
   [replicaset_soak]=145 [deployment_soak]=72 [job_soak]=81 [random_differential]=51 [image]=10
   [conformance-ci]=150 [bench-smoke]=200
 )

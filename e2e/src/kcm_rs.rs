@@ -93,6 +93,23 @@ impl KcmRs {
     }
 
     /// [`KcmRs::spawn`] with extra environment variables.
+    /// Runs kcm-rs to its end with the cluster's admin kubeconfig and `args`: its standard output.
+    pub fn run_once(cluster: &Cluster, args: &[&str]) -> String {
+        let kubeconfig = cluster.run_dir.join("kubeconfig");
+        let out = Command::new(binary())
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .args(args)
+            .output()
+            .expect("running kcm-rs");
+        assert!(
+            out.status.success(),
+            "kcm-rs {args:?}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     pub fn spawn_env(
         cluster: &Cluster,
         name: &str,
@@ -100,15 +117,7 @@ impl KcmRs {
         kubeconfig: Option<PathBuf>,
         envs: &[(&str, &str)],
     ) -> KcmRs {
-        let bin = std::env::var_os("KCM_RS_BIN").map_or_else(
-            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/kcm-rs"),
-            PathBuf::from,
-        );
-        assert!(
-            bin.exists(),
-            "no kcm-rs binary at {}: run `cargo build -p kcm-rs` first (make e2e does)",
-            bin.display()
-        );
+        let bin = binary();
         let log = cluster.run_dir.join("logs").join(format!("kcm-rs-{name}.log"));
         let out = std::fs::File::create(&log).expect("kcm-rs log file");
         let port = free_port();
@@ -236,6 +245,20 @@ impl Drop for KcmRs {
 }
 
 /// A free loopback port.
+/// The kcm-rs binary under test: `KCM_RS_BIN`, else the debug build.
+fn binary() -> PathBuf {
+    let bin = std::env::var_os("KCM_RS_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/kcm-rs"),
+        PathBuf::from,
+    );
+    assert!(
+        bin.exists(),
+        "no kcm-rs binary at {}: run `cargo build -p kcm-rs` first (make e2e does)",
+        bin.display()
+    );
+    bin
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())

@@ -9,6 +9,7 @@ use std::{
     time::Duration,
 };
 
+use informer::{Layout, Shard};
 use k8s_openapi::api::{
     apps::v1::{Deployment, ReplicaSet},
     batch::v1::Job,
@@ -57,7 +58,20 @@ impl Drop for GateGuard {
     }
 }
 
-/// Records the UID of every pod ever added in namespaces ending with `-<tag>`, by namespace.
+/// The `ShardedListAndWatch` settings a scale-out suite runs under, in order: `KCM_RS_SHARD_GATES`
+/// (`on`, `off`, or `on,off`) if set, else `default`.
+pub fn gates(default: &str) -> Vec<String> {
+    let list = std::env::var("KCM_RS_SHARD_GATES").unwrap_or_else(|_| default.to_owned());
+    let gates: Vec<String> = list.split(',').map(|g| g.trim().to_owned()).collect();
+    assert!(
+        gates.iter().all(|g| g == "on" || g == "off"),
+        "KCM_RS_SHARD_GATES must list on and off only: {list:?}"
+    );
+    gates
+}
+
+/// Records the UID of every pod ever added by a controller in namespaces whose name holds `tag`, by
+/// namespace (a pod a test made itself has no controller).
 pub async fn pod_recorder(
     cluster: &Cluster,
     tag: &str,
@@ -65,11 +79,12 @@ pub async fn pod_recorder(
 ) -> (informer::SharedInformer<Pod>, tokio_util::sync::CancellationToken) {
     let factory = informer::SharedInformerFactory::new(cluster.client.clone());
     let pods = factory.namespaced::<Pod>(informer::InformerOptions::default());
-    let suffix = format!("-{tag}");
+    let tag = tag.to_owned();
     let _registration = pods.add_event_handler(
         informer::HandlerFns::new().on_add(move |p: &Arc<Pod>, _| {
             let ns = p.namespace().unwrap_or_default();
-            if ns.ends_with(&suffix) {
+            let controlled = p.owner_references().iter().any(|o| o.controller == Some(true));
+            if controlled && ns.contains(&tag) {
                 seen.lock()
                     .entry(ns)
                     .or_default()
@@ -199,12 +214,21 @@ pub async fn delete_namespaces(cluster: &Cluster, names: &[String]) {
 /// Waits until the `shards` shard Leases are held, every one, by as many replicas as `want` has
 /// entries, holding that many each in any order (`[4, 4, 4]`: 12 shards evenly over 3).
 pub async fn spread(cluster: &Cluster, shards: u32, want: &[usize]) {
+    spread_layout(cluster, &Layout::equal(shards).unwrap(), want).await;
+}
+
+/// [`spread`] for a layout of any cuts.
+pub async fn spread_layout(cluster: &Cluster, layout: &Layout, want: &[usize]) {
     let leases: Api<Lease> = Api::namespaced(cluster.client.clone(), "kube-system");
     let mut want = want.to_vec();
     want.sort_unstable();
-    let suffix = format!("-of-{shards}");
+    let of_layout = |name: &str| {
+        name.strip_prefix("kcm-rs-shard-")
+            .and_then(|n| n.split_once("-of-"))
+            .is_some_and(|(_, rest)| rest.split('-').next() == Some(layout.to_string().as_str()))
+    };
     wait_for(
-        &format!("{shards} shards held as {want:?}"),
+        &format!("{layout} shards held as {want:?}"),
         Duration::from_secs(120),
         || async {
             let list = leases
@@ -212,11 +236,7 @@ pub async fn spread(cluster: &Cluster, shards: u32, want: &[usize]) {
                 .await
                 .map_err(|e| e.to_string())?;
             let mut by_holder: BTreeMap<String, usize> = BTreeMap::new();
-            for l in list
-                .items
-                .iter()
-                .filter(|l| l.name_any().starts_with("kcm-rs-shard-") && l.name_any().ends_with(&suffix))
-            {
+            for l in list.items.iter().filter(|l| of_layout(&l.name_any())) {
                 let holder = l
                     .spec
                     .as_ref()
@@ -236,6 +256,15 @@ pub async fn spread(cluster: &Cluster, shards: u32, want: &[usize]) {
     .await;
 }
 
+/// The Lease of `shard`, as kcm-rs names it (a layout with cuts of its own adds the range).
+pub fn shard_lease_name(shard: Shard) -> String {
+    if shard.tag() == 0 {
+        format!("kcm-rs-shard-{shard}")
+    } else {
+        format!("kcm-rs-shard-{shard}-{:016x}-{:x}", shard.start(), shard.end())
+    }
+}
+
 /// The identity a replica logged at start-up (its Leases' holder).
 pub fn identity(replica: &KcmRs) -> String {
     replica
@@ -244,14 +273,14 @@ pub fn identity(replica: &KcmRs) -> String {
 }
 
 /// The write audit of a scale-out test: every write of the replicas `identities` into `names` lies
-/// in one of its sender's terms on the namespace's shard Lease of any of the `layouts` (shard
-/// counts), from its arrival to its answer (`check_writes_within_terms`); panics with every write
+/// in one of its sender's terms on the namespace's shard Lease of any of the `layouts`, from its
+/// arrival to its answer (`check_writes_within_terms`); panics with every write
 /// that does not. The summary is for the test's own checks that it was not vacuous.
 pub fn writes_within_terms(
     cluster: &Cluster,
     identities: &[String],
     names: &[String],
-    layouts: &[u32],
+    layouts: &[Layout],
 ) -> crate::AuditSummary {
     let path = cluster.run_dir.join("logs/audit-writes.log");
     let log = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -261,7 +290,7 @@ pub fn writes_within_terms(
         }
         layouts
             .iter()
-            .map(|n| format!("kcm-rs-shard-{}", informer::Shard::of_namespace(ns, *n).unwrap()))
+            .map(|l| shard_lease_name(l.shard_of_namespace(ns)))
             .collect()
     };
     let summary = crate::check_writes_within_terms(&log, identities, leases_of)

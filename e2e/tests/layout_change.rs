@@ -1,6 +1,6 @@
 //! Changing kcm-rs's layout as a rolling update does it (a new replica started beside the old ones,
-//! then the old ones stopped with SIGTERM), on the real control plane with `ShardedListAndWatch` on:
-//! unsharded → `--shards=4` → `--shards=6` → unsharded. At every step the layout that serves keeps
+//! then the old ones stopped with SIGTERM), on the real control plane with `ShardedListAndWatch` on
+//! and then off (`KCM_RS_SHARD_GATES` picks): unsharded → `--shards=4` → `--shards=6` → unsharded. At every step the layout that serves keeps
 //! serving and the new one holds nothing until the old one is gone; then it takes every shard after
 //! one handover. Meanwhile Deployments, ReplicaSets and Jobs in 12 namespaces scale. Afterwards every
 //! namespace saw exactly the pods its specs needed (a pod created twice, by two layouts acting on one
@@ -10,12 +10,13 @@
 use std::time::Duration;
 
 use futures::future::join_all;
+use informer::Layout;
 use k8s_openapi::api::coordination::v1::Lease;
 use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     shard_workloads::{
-        GateGuard, converged_exactly, create_workloads, delete_namespaces, identity, pod_recorder, scale,
-        writes_within_terms,
+        GateGuard, converged_exactly, create_workloads, delete_namespaces, gates, identity, pod_recorder,
+        scale, writes_within_terms,
     },
     wait_for,
 };
@@ -28,10 +29,16 @@ const HOLD_BACK: Duration = Duration::from_secs(8);
 
 #[tokio::test]
 async fn disruptive_layout_changes_hand_over_without_two_writers() {
+    for gate in gates("on,off") {
+        layout_changes(&gate).await;
+    }
+}
+
+async fn layout_changes(gate: &str) {
     let cluster = Cluster::connect().await;
-    let _gate = GateGuard::set(&cluster, "on");
+    let _gate = GateGuard::set(&cluster, gate);
     let _mode = ModeGuard::enter(&cluster, Mode::Replace);
-    let tag = format!("layout-{}", std::process::id());
+    let tag = format!("layout-{gate}-{}", std::process::id());
     let lock = format!("--leader-elect-resource-name=kcm-rs-{tag}");
     let spawn = |name: &str, shards: u32| {
         let shards = format!("--shards={shards}");
@@ -61,7 +68,10 @@ async fn disruptive_layout_changes_hand_over_without_two_writers() {
     let t = tokio::time::Instant::now();
     assert!(unsharded.stop().success());
     holders(&cluster, 4, &[&four]).await;
-    println!("unsharded → 4: every shard held after {:?}", t.elapsed());
+    println!(
+        "gate {gate}, unsharded → 4: every shard held after {:?}",
+        t.elapsed()
+    );
     join_all(names[..NAMESPACES / 2].iter().map(|ns| scale(&cluster, ns))).await;
 
     // 4 → 6: the serving layout keeps its shards, the new one waits for it to go.
@@ -77,7 +87,7 @@ async fn disruptive_layout_changes_hand_over_without_two_writers() {
     let t = tokio::time::Instant::now();
     assert!(four.stop().success());
     holders(&cluster, 6, &[&six]).await;
-    println!("4 → 6: every shard held after {:?}", t.elapsed());
+    println!("gate {gate}, 4 → 6: every shard held after {:?}", t.elapsed());
     join_all(names[NAMESPACES / 2..].iter().map(|ns| scale(&cluster, ns))).await;
 
     // 6 → unsharded: the unsharded candidate waits for the shard claims to end.
@@ -90,14 +100,14 @@ async fn disruptive_layout_changes_hand_over_without_two_writers() {
     let t = tokio::time::Instant::now();
     assert!(six.stop().success());
     back.wait_log(ACQUIRED, Duration::from_secs(60)).await;
-    println!("6 → unsharded: leading after {:?}", t.elapsed());
+    println!("gate {gate}, 6 → unsharded: leading after {:?}", t.elapsed());
 
     converged_exactly(&cluster, &seen, &names).await;
     drop(pods);
     stop_pods.cancel();
     // The unsharded process's User-Agent names no identity; its writes are bounded by the waits
     // asserted above.
-    let summary = writes_within_terms(&cluster, &identities, &names, &[4, 6]);
+    let summary = writes_within_terms(&cluster, &identities, &names, &[equal(4), equal(6)]);
     assert!(
         summary.writes.len() == 2,
         "both sharded layouts wrote: {summary:?}"
@@ -105,6 +115,10 @@ async fn disruptive_layout_changes_hand_over_without_two_writers() {
 
     drop(back);
     delete_namespaces(&cluster, &names).await;
+}
+
+fn equal(count: u32) -> Layout {
+    Layout::equal(count).unwrap()
 }
 
 /// Shards the replica holds, by its `/debug/shards`.

@@ -6,7 +6,8 @@
 //! (a pod created twice for one missing replica, by two replicas acting on one shard, would show as
 //! one more), no Job pod kept the tracking finalizer, the shards are spread evenly again, and the
 //! API server's audit log shows every write of a replica inside one of its own terms on the shard
-//! (`kcm_rs_e2e::check_writes_within_terms`).
+//! (`kcm_rs_e2e::check_writes_within_terms`). Then namespaces that equal ranges crowd into one
+//! shard, spread by cuts fitted with `--print-shard-cuts`.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -14,13 +15,16 @@ use std::{
 };
 
 use futures::future::join_all;
+use informer::{Layout, Shard};
+use k8s_openapi::api::core::v1::Pod;
 use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     shard_workloads::{
         GateGuard, converged_exactly, create_workloads, delete_namespaces, identity, pod_recorder, scale,
-        spread, writes_within_terms,
+        spread, spread_layout, writes_within_terms,
     },
 };
+use kube::{Api, api::PostParams};
 use parking_lot::Mutex;
 use serde_json::json;
 
@@ -49,6 +53,8 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     let spawn = |i: usize| KcmRs::spawn(&cluster, &format!("{tag}-{i}"), &args, None);
     let mut replicas: Vec<KcmRs> = (0..3).map(spawn).collect();
     spread(&cluster, SHARDS_U32, &[SHARDS / 3; 3]).await;
+    // Synced before the workloads come, so that the replica killed below has written by then.
+    synced(&replicas).await;
     let mut identities: Vec<String> = replicas.iter().map(identity).collect();
 
     // The number first: FNV-1a's top bits barely move with a name's last characters, so names that
@@ -115,6 +121,14 @@ async fn share_the_work(gate: &str, server_filters: bool) {
             "{body}"
         );
         assert_eq!(status["serverFilters"], json!(server_filters), "{body}");
+        // Without the server's filter, a replica's shards read views of one watch per kind.
+        let cached: Vec<_> = status["held"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| &h["cached"])
+            .collect();
+        assert!(cached.iter().all(|c| **c == json!(!server_filters)), "{body}");
     }
     // A failed sync is retried (a status write that lost to the test's scale patch is one); any
     // other error (a lost shard Lease, a shard that could not start) is not expected here.
@@ -137,11 +151,121 @@ async fn share_the_work(gate: &str, server_filters: bool) {
     delete_namespaces(&cluster, &names).await;
 }
 
+/// Namespaces whose names differ only in their last character share one shard of equal ranges, so
+/// one replica would do all their work. The cuts `--print-shard-cuts` fits to the cluster spread
+/// them over both replicas; the workloads still converge exactly, each write inside its sender's
+/// term on the Lease of its range.
+#[tokio::test]
+async fn disruptive_crowded_namespaces_spread_with_fitted_cuts() {
+    let cluster = Cluster::connect().await;
+    let _gate = GateGuard::set(&cluster, "on");
+    let _mode = ModeGuard::enter(&cluster, Mode::Replace);
+    let tag = format!("cuts-{}", std::process::id());
+    let names: Vec<String> = ('a'..='h').map(|c| format!("{tag}-{c}")).collect();
+    let equal: HashSet<Shard> = names
+        .iter()
+        .map(|ns| Shard::of_namespace(ns, 4).unwrap())
+        .collect();
+    assert_eq!(equal.len(), 1, "equal ranges put {names:?} in one shard");
+    let seen = Arc::new(Mutex::new(HashMap::new()));
+    let (pods, stop_pods) = pod_recorder(&cluster, &tag, seen.clone()).await;
+    join_all(names.iter().map(|ns| create_workloads(&cluster, ns))).await;
+    // Pods of their own, so that these namespaces outweigh whatever else the cluster holds (the cuts
+    // are fitted to all its namespaces, weighted by pods, and no controller runs yet).
+    join_all(names.iter().map(|ns| bare_pods(&cluster, ns, BARE_PODS))).await;
+
+    let printed = KcmRs::run_once(&cluster, &["--shards=4", "--print-shard-cuts"]);
+    println!("{printed}");
+    let cuts = printed
+        .lines()
+        .find(|l| l.starts_with("--shards="))
+        .and_then(|l| l.split_once("--shard-cuts="))
+        .map(|(_, c)| c.trim().to_owned())
+        .unwrap_or_else(|| panic!("no --shard-cuts printed: {printed}"));
+    let layout = Layout::parse_cuts(&cuts).unwrap();
+    let fitted: HashSet<Shard> = names.iter().map(|ns| layout.shard_of_namespace(ns)).collect();
+    assert!(fitted.len() >= 3, "the fitted cuts spread {names:?}: {printed}");
+
+    let flag = format!("--shard-cuts={cuts}");
+    let args = ["--leader-elect=true", "--shards=4", flag.as_str()];
+    let replicas: Vec<KcmRs> = (0..2)
+        .map(|i| KcmRs::spawn(&cluster, &format!("{tag}-{i}"), &args, None))
+        .collect();
+    spread_layout(&cluster, &layout, &[2, 2]).await;
+    for r in &replicas {
+        let (_, body) = r.http_get("/debug/shards");
+        let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(status["cuts"], json!(cuts), "{body}");
+        let held: Vec<&str> = status["held"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|h| h["shard"].as_str())
+            .collect();
+        let serves = names
+            .iter()
+            .filter(|ns| held.contains(&layout.shard_of_namespace(ns).to_string().as_str()))
+            .count();
+        assert!(serves > 0, "each replica serves some of them: {body}");
+    }
+    join_all(names.iter().map(|ns| scale(&cluster, ns))).await;
+    converged_exactly(&cluster, &seen, &names).await;
+    drop(pods);
+    stop_pods.cancel();
+    let ids: Vec<String> = replicas.iter().map(identity).collect();
+    let summary = writes_within_terms(&cluster, &ids, &names, &[layout]);
+    assert_eq!(summary.writes.len(), 2, "both replicas wrote: {summary:?}");
+    drop(replicas);
+    delete_namespaces(&cluster, &names).await;
+}
+
+/// Waits until every shard each replica holds has synced (`/debug/shards`).
+async fn synced(replicas: &[KcmRs]) {
+    kcm_rs_e2e::wait_for("held shards synced", std::time::Duration::from_secs(60), || {
+        let unsynced: Vec<String> = replicas
+            .iter()
+            .flat_map(|r| {
+                let (_, body) = r.http_get("/debug/shards");
+                let status: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+                let held = status["held"].as_array().cloned().unwrap_or_default();
+                held.into_iter()
+                    .filter(|h| h["synced"] != json!(true))
+                    .map(|h| h["shard"].to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        async move {
+            if unsynced.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("not synced: {unsynced:?}"))
+            }
+        }
+    })
+    .await;
+}
+
+/// Pods each crowded namespace gets from the test itself.
+const BARE_PODS: usize = 10;
+
+/// `count` pods without a controller in `ns`.
+async fn bare_pods(cluster: &Cluster, ns: &str, count: usize) {
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), ns);
+    for i in 0..count {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": format!("weight-{i}"), "labels": {"weight": "1"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}
+        }))
+        .unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+}
+
 /// The write audit (`shard_workloads::writes_within_terms`): no namespace written by two replicas in
 /// one term. Not vacuous: at least the pods the specs needed were written, by the replica killed
 /// (`identities[0]`: its namespaces had work before it died) and others, and shards changed hands.
 fn audit(cluster: &Cluster, identities: &[String], names: &[String]) {
-    let summary = writes_within_terms(cluster, identities, names, &[SHARDS_U32]);
+    let summary = writes_within_terms(cluster, identities, names, &[Layout::equal(SHARDS_U32).unwrap()]);
     assert!(summary.total_writes() >= names.len() * 8, "{summary:?}");
     assert!(
         summary.writes.contains_key(&identities[0]) && summary.writes.len() >= 2,

@@ -19,7 +19,7 @@ use std::{
     time::Duration,
 };
 
-use informer::Shard;
+use informer::{Layout, Shard};
 use parking_lot::Mutex;
 use tokio::{sync::Notify, time::Instant};
 
@@ -33,7 +33,7 @@ type SyncedFn = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// The gates of one replica's shards, by index, and the writes that passed them.
 pub struct WriteFence {
-    count: u32,
+    layout: Layout,
     gates: Mutex<HashMap<u32, Gate>>,
     /// Lock order: `gates` before `writes`.
     writes: Mutex<HashMap<u32, InFlight>>,
@@ -81,20 +81,20 @@ impl std::fmt::Debug for WriteFence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let open: Vec<u32> = self.gates.lock().keys().copied().collect();
         f.debug_struct("WriteFence")
-            .field("count", &self.count)
+            .field("layout", &self.layout)
             .field("gates", &open)
             .finish_non_exhaustive()
     }
 }
 
 impl WriteFence {
-    pub fn new(count: u32) -> Self {
-        Self::with_suspend_clock(count, suspended::system())
+    pub fn new(layout: Layout) -> Self {
+        Self::with_suspend_clock(layout, suspended::system())
     }
 
-    pub fn with_suspend_clock(count: u32, suspended: SuspendClock) -> Self {
+    pub fn with_suspend_clock(layout: Layout, suspended: SuspendClock) -> Self {
         Self {
-            count,
+            layout,
             gates: Mutex::new(HashMap::new()),
             writes: Mutex::new(HashMap::new()),
             ended: Notify::new(),
@@ -162,8 +162,7 @@ impl WriteFence {
     /// Until when writes to namespace `ns` may leave, if they may at `now`; else why not.
     #[cfg(test)]
     pub fn open_until(&self, ns: &str, now: Instant) -> Result<Instant, Closed> {
-        let shard = Shard::of_namespace(ns, self.count).map_err(|_| Closed::NotHeld)?;
-        self.shard_open(shard, now)
+        self.shard_open(self.layout.shard_of_namespace(ns), now)
     }
 
     /// Until when writes into `shard` may leave, asked at `now`, or why not.
@@ -191,7 +190,7 @@ impl WriteFence {
     /// dropped: with [`Write::answered`] if an answer came, else as unanswered. `Ok` carries the
     /// window's end.
     pub fn begin(self: &Arc<Self>, ns: &str, now: Instant) -> Result<(Instant, Write), Closed> {
-        let shard = Shard::of_namespace(ns, self.count).map_err(|_| Closed::NotHeld)?;
+        let shard = self.layout.shard_of_namespace(ns);
         let (end, hold) = self.check(shard, now)?;
         let mut writes = self.writes.lock();
         let entry = writes.entry(shard.index()).or_default();

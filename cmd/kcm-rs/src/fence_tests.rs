@@ -6,7 +6,7 @@ use super::*;
 
 #[test]
 fn a_write_passes_only_while_the_shard_is_held_synced_and_renewed() {
-    let fence = WriteFence::new(2);
+    let fence = WriteFence::new(informer::Layout::equal(2).unwrap());
     let ns = (0..)
         .map(|i| format!("ns-{i}"))
         .find(|n| Shard::new(0, 2).unwrap().contains_namespace(n))
@@ -45,7 +45,7 @@ fn a_suspend_shortens_the_window_by_its_length() {
         let suspended = suspended.clone();
         Arc::new(move || *suspended.lock())
     };
-    let fence = WriteFence::with_suspend_clock(2, clock);
+    let fence = WriteFence::with_suspend_clock(informer::Layout::equal(2).unwrap(), clock);
     let shard = Shard::new(0, 2).unwrap();
     let ns = &(0..)
         .map(|i| format!("ns-{i}"))
@@ -80,7 +80,7 @@ fn namespace_in(shard: Shard) -> String {
 }
 
 fn held(count: u32, shard: Shard) -> Arc<WriteFence> {
-    let fence = Arc::new(WriteFence::new(count));
+    let fence = Arc::new(WriteFence::new(informer::Layout::equal(count).unwrap()));
     fence.renewed(
         shard,
         Instant::now() + Duration::from_secs(10),

@@ -175,6 +175,17 @@ pub struct Args {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(informer::MAX_SHARDS)), help_heading = "Leader election flags")]
     pub shards: u32,
 
+    /// Where to cut the namespace-hash space instead of into equal ranges: --shards minus one
+    /// increasing hashes, 0x and 16 hex digits each, comma-separated. --print-shard-cuts fits them
+    /// to the cluster's namespaces (docs/scale-out.md, section 5).
+    #[arg(long, value_parser = |v: &str| informer::Layout::parse_cuts(v).map_err(|e| e.to_string()), help_heading = "Leader election flags")]
+    pub shard_cuts: Option<informer::Layout>,
+
+    /// Print --shard-cuts fitted to the namespaces of the cluster, weighted by their pods, for
+    /// --shards, and exit.
+    #[arg(long, default_value_t = false, help_heading = "Leader election flags")]
+    pub print_shard_cuts: bool,
+
     /// Run read-only beside upstream's controllers: compute every plan and status, never write, and
     /// report where they disagree with what upstream did (metric, log, /debug/shadow).
     #[arg(long, default_value_t = false, help_heading = "Shadow mode flags")]

@@ -26,6 +26,7 @@ mod metrics;
 mod retry;
 mod server;
 mod serving_flags;
+mod shard_plan;
 mod shard_selector;
 mod shard_series;
 mod shards;
@@ -72,13 +73,28 @@ fn init_logging(args: &Args) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into());
     // Colour only on a terminal: a log file, a pipe or CI's capture would keep the escape codes.
     let colour =
-        std::io::IsTerminal::is_terminal(&std::io::stdout()) && std::env::var_os("NO_COLOR").is_none();
+        std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none();
+    // On standard error, as klog writes KCM's; standard output carries what a command prints.
     let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
         .with_env_filter(filter)
         .with_ansi(colour);
     match args.logging_format {
         LoggingFormat::Text => builder.init(),
         LoggingFormat::Json => builder.json().init(),
+    }
+}
+
+/// How `--shards` cuts the namespace-hash space: equal ranges, or `--shard-cuts`.
+fn layout(args: &Args) -> anyhow::Result<informer::Layout> {
+    match &args.shard_cuts {
+        Some(l) if l.count() != args.shards => anyhow::bail!(
+            "--shard-cuts makes {} shards, --shards says {}: give one cut fewer than shards",
+            l.count(),
+            args.shards
+        ),
+        Some(l) => Ok(l.clone()),
+        None => Ok(informer::Layout::equal(args.shards)?),
     }
 }
 
@@ -93,9 +109,15 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.shards
         );
     }
+    let layout = layout(&args)?;
     let identity = identity();
     let (mut clients, delegation) = connect(&args).await?;
-    let fence = (args.shards > 1).then(|| Arc::new(fence::WriteFence::new(args.shards)));
+    if args.print_shard_cuts {
+        anyhow::ensure!(args.shards > 1, "--print-shard-cuts needs --shards of 2 or more");
+        shard_plan::print(args.shards, clients.client_for(SHARED_INFORMERS)?).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let fence = (args.shards > 1).then(|| Arc::new(fence::WriteFence::new(layout.clone())));
     if let Some(f) = &fence {
         clients = clients.sharded(f.clone(), &identity);
     }
@@ -121,6 +143,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let (Some(fence), Some(status)) = (fence, shard_status) {
         let shared = Arc::new(shards::Shared {
             resync_period: flags::resync_period(args.min_resync_period, rand::rng().random::<f64>()),
+            caches: Arc::new(informer::WatchCaches::new(Arc::new(metrics.clone()))),
+            layout,
             args: Arc::new(args),
             clients,
             metrics,

@@ -1,5 +1,6 @@
 //! Every claim on the namespace-hash space this replica can see, whatever the layout: the shard Leases
-//! of any shard count (`kcm-rs-shard-<i>-of-<M>`, the range the name says) and the unsharded lock
+//! of any shard count or cuts (`kcm-rs-shard-<i>-of-<M>[c<tag>-<start>-<end>]`, the range the name
+//! says) and the unsharded lock
 //! (`--leader-elect-resource-name`, the whole space). Exclusion between layouts rests on these
 //! claims, not on membership, which fences nothing: a replica takes a shard only when no overlapping
 //! claim of anyone else is live by its own clock, and looks again once its own claim is committed
@@ -11,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use informer::Shard;
+use informer::{Layout, Shard};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use tokio::time::Instant;
 
@@ -20,14 +21,17 @@ use super::shared::shard_of_lease_name;
 /// The whole hash space, `[0, 2^64)`.
 const ALL: Range = Range {
     count: 1,
+    tag: 0,
     start: 0,
     end: 1 << 64,
 };
 
-/// A claimed part of the hash space and the shard count of the layout claiming it (1: unsharded).
+/// A claimed part of the hash space and the layout claiming it: its shard count (1: unsharded) and
+/// tag (0: equal ranges, else a hash of its cuts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Range {
     count: u32,
+    tag: u32,
     start: u128,
     end: u128,
 }
@@ -36,6 +40,7 @@ impl Range {
     fn of(shard: Shard) -> Self {
         Self {
             count: shard.count(),
+            tag: shard.tag(),
             start: shard.start(),
             end: shard.end(),
         }
@@ -140,9 +145,11 @@ impl Claims {
             .any(|s| s.range != ALL && s.holder() != identity && s.live(now))
     }
 
-    /// A live claim of the layout of `count` shards exists, this replica's own included.
-    pub fn layout_serves(&self, count: u32, now: Instant) -> bool {
-        self.seen.values().any(|s| s.range.count == count && s.live(now))
+    /// A live claim of `layout` exists, this replica's own included.
+    pub fn layout_serves(&self, layout: &Layout, now: Instant) -> bool {
+        self.seen
+            .values()
+            .any(|s| (s.range.count, s.range.tag) == (layout.count(), layout.tag()) && s.live(now))
     }
 
     /// Any live claim at all.

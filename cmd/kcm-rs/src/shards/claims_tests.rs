@@ -40,7 +40,7 @@ fn overlapping_claims_of_other_layouts_and_the_unsharded_lock_block() {
     assert!(!c.blocks(shard(2, 16), "b", t));
     assert!(!c.blocks(shard(0, 16), "a", t), "one's own claim");
     assert!(!c.blocks(shard(0, 12), "b", t), "the same Lease is the elector's");
-    assert!(c.layout_serves(12, t) && !c.layout_serves(16, t));
+    assert!(c.layout_serves(&equal(12), t) && !c.layout_serves(&equal(16), t));
     assert!(c.any_shard_claim("b", t));
 
     c.observe(&[lease(UNSHARDED, Some("u"), 1, 15)], t);
@@ -48,7 +48,25 @@ fn overlapping_claims_of_other_layouts_and_the_unsharded_lock_block() {
         c.blocks(shard(7, 12), "b", t),
         "the unsharded lock covers everything"
     );
-    assert!(c.layout_serves(1, t));
+    assert!(c.layout_serves(&equal(1), t));
+}
+
+#[test]
+fn a_layout_with_cuts_of_its_own_is_another_layout_by_its_ranges() {
+    let t = Instant::now();
+    let cut = informer::Layout::parse_cuts("0x0000000000000010,0x8000000000000000").unwrap();
+    let mut c = Claims::new(UNSHARDED);
+    let name = super::super::shared::shard_lease_name(cut.shards()[1]);
+    c.observe(&[lease(&name, Some("a"), 1, 15)], t);
+    // [0x10, 2^63) overlaps both halves' first one only; the same count with equal cuts is not it.
+    assert!(c.blocks(shard(0, 2), "b", t));
+    assert!(!c.blocks(shard(1, 2), "b", t));
+    assert!(c.blocks(shard(0, 3), "b", t), "same count, other cuts");
+    assert!(
+        !c.blocks(cut.shards()[1], "b", t),
+        "the same Lease is the elector's"
+    );
+    assert!(c.layout_serves(&cut, t) && !c.layout_serves(&equal(3), t));
 }
 
 #[test]
@@ -72,4 +90,8 @@ fn a_claim_expires_by_this_clock_and_a_deleted_one_only_then() {
     let mut c = Claims::new(UNSHARDED);
     c.observe(&[lease("kcm-rs-shard-0-of-2", None, 2, 1)], t);
     assert!(!c.blocks(shard(0, 3), "b", t), "released");
+}
+
+fn equal(count: u32) -> informer::Layout {
+    informer::Layout::equal(count).unwrap()
 }

@@ -50,6 +50,8 @@ pub struct Held {
     pub conflict: bool,
     /// Released because its caches did not sync within the bound.
     pub unsynced: Arc<std::sync::atomic::AtomicBool>,
+    /// Its informers read views of the replica-wide caches (the API server does not filter).
+    pub cached: bool,
 }
 
 /// A held shard whose caches have not synced after this many lease durations is released, so that
@@ -78,10 +80,12 @@ impl Held {
         let synced = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let renewed = Arc::new(Mutex::new(None));
         let unsynced = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let cached = shared.server.filters() != Some(true);
         let task = tokio::spawn(hold(
             Hold {
                 shared,
                 shard,
+                cached,
                 elector,
                 renewed: renewed.clone(),
                 unsynced: unsynced.clone(),
@@ -99,6 +103,7 @@ impl Held {
             renewed,
             conflict: false,
             unsynced,
+            cached,
         }
     }
 
@@ -116,6 +121,7 @@ impl Held {
 struct Hold {
     shared: Arc<Shared>,
     shard: Shard,
+    cached: bool,
     elector: Arc<LeaderElector>,
     renewed: Arc<Mutex<Option<Renewal>>>,
     unsynced: Arc<std::sync::atomic::AtomicBool>,
@@ -145,7 +151,7 @@ async fn hold(
     tracing::info!(%shard, selector = %shard.selector(), "holding shard");
     let token = CancellationToken::new();
     let metrics = shared.metrics.for_shard(shard.to_string());
-    let running = match start_controllers(&shared, shard, &metrics, &token) {
+    let running = match start_controllers(&shared, shard, h.cached, &metrics, &token) {
         Ok(r) => r,
         Err(e) => {
             tracing::error!(%shard, "cannot start the shard's controllers: {e:#}; releasing it");
@@ -278,19 +284,28 @@ fn fence_open(shared: &Shared, shard: Shard) -> controller::StartGate {
     Arc::new(move || fence.shard_open(shard, Instant::now()).is_ok())
 }
 
-/// The enabled controllers on informers of this shard only.
+/// The enabled controllers on informers of this shard only: read with the shard's selector from the
+/// API server, or (`cached`) from views of the replica-wide caches.
 fn start_controllers(
     shared: &Shared,
     shard: Shard,
+    cached: bool,
     metrics: &Metrics,
     token: &CancellationToken,
 ) -> anyhow::Result<Vec<Started>> {
     let set = ShardSet::one(shard);
-    let client = shared
-        .clients
-        .client_with(SHARED_INFORMERS, SelectorLayer::new(&set.selector()))?;
-    let factory =
-        controllers::informer_factory(&shared.args, client, metrics).with_shards(set, shared.server.clone());
+    let factory = if !cached {
+        let client = shared
+            .clients
+            .client_with(SHARED_INFORMERS, SelectorLayer::new(&set.selector()))?;
+        controllers::informer_factory(&shared.args, client, metrics).with_shards(set, shared.server.clone())
+    } else {
+        // Each shard's own request would carry the whole kind: read views of one instead.
+        let client = shared.clients.client_for(SHARED_INFORMERS)?;
+        controllers::informer_factory(&shared.args, client, metrics)
+            .with_shards(set, shared.server.clone())
+            .with_watch_caches(shared.caches.clone())
+    };
     let cx = controllers::StartContext {
         args: &shared.args,
         factory: &factory,

@@ -1,4 +1,5 @@
-//! Who else is sharing the work: each replica keeps a membership Lease, `kcm-rs-member-<N>-<id>`,
+//! Who else is sharing the work: each replica keeps a membership Lease, `kcm-rs-member-<layout>-<id>`
+//! (the layout: `12`, or `12c0a1b2c3d` with cuts of its own),
 //! renewed every retry period by an elector of its own; every replica lists them and counts the live
 //! ones. A member is live while its record keeps changing, judged by the elector's rule (local time
 //! since this replica saw the record change, plus the record's lease duration), never by the remote
@@ -13,18 +14,18 @@ use tokio::time::{Duration, Instant};
 /// Every membership Lease's name starts with this.
 pub const MEMBER_PREFIX: &str = "kcm-rs-member-";
 
-/// The membership Lease of `identity` running with `count` shards. The identity is hashed: it is
-/// `hostname_<random>` and may not fit a Lease name.
-pub fn member_lease_name(count: u32, identity: &str) -> String {
+/// The membership Lease of `identity` running with `layout` (`informer::Layout`'s display). The
+/// identity is hashed: it is `hostname_<random>` and may not fit a Lease name.
+pub fn member_lease_name(layout: &str, identity: &str) -> String {
     format!(
-        "{MEMBER_PREFIX}{count}-{:016x}",
+        "{MEMBER_PREFIX}{layout}-{:016x}",
         informer::fnv1a64(identity.as_bytes())
     )
 }
 
-/// The shard count a membership Lease name advertises.
-fn count_of(name: &str) -> Option<u32> {
-    name.strip_prefix(MEMBER_PREFIX)?.split('-').next()?.parse().ok()
+/// The layout a membership Lease name advertises.
+fn layout_of(name: &str) -> Option<&str> {
+    name.strip_prefix(MEMBER_PREFIX)?.split('-').next()
 }
 
 /// What this replica has seen of the membership Leases. Invariant: `live` holds exactly the names
@@ -32,7 +33,8 @@ fn count_of(name: &str) -> Option<u32> {
 #[derive(Debug)]
 pub struct Members {
     own: String,
-    count: u32,
+    /// This replica's layout, as member names advertise it.
+    layout: String,
     seen: HashMap<String, Seen>,
     live: BTreeSet<String>,
     changed_at: Instant,
@@ -50,11 +52,11 @@ struct Seen {
 pub const STALE_AFTER_LEASE_DURATIONS: u32 = 10;
 
 impl Members {
-    pub fn new(own: String, count: u32, now: Instant) -> Self {
+    pub fn new(own: String, layout: &str, now: Instant) -> Self {
         let live = BTreeSet::from([own.clone()]);
         Self {
             own,
-            count,
+            layout: layout.to_owned(),
             seen: HashMap::new(),
             live,
             changed_at: now,
@@ -122,15 +124,17 @@ impl Members {
         now >= self.changed_at + lease_duration
     }
 
-    /// A live member advertises another shard count.
+    /// A live member advertises another layout (shard count or cuts).
     pub fn mixed(&self) -> bool {
-        self.live.iter().any(|n| count_of(n) != Some(self.count))
+        self.live.iter().any(|n| layout_of(n) != Some(&self.layout))
     }
 
-    /// Among the live members, the first by name runs with this replica's shard count: when no
-    /// layout serves, that one starts, and every replica agrees which.
+    /// Among the live members, the first by name runs with this replica's layout: when no layout
+    /// serves, that one starts, and every replica agrees which.
     pub fn first_layout(&self) -> bool {
-        self.live.first().is_none_or(|n| count_of(n) == Some(self.count))
+        self.live
+            .first()
+            .is_none_or(|n| layout_of(n) == Some(&self.layout))
     }
 
     /// Other members' Leases unchanged for [`STALE_AFTER_LEASE_DURATIONS`] lease durations, with the
@@ -183,9 +187,9 @@ mod tests {
     #[test]
     fn a_member_is_live_until_its_record_stops_changing_for_a_lease_duration() {
         let t = Instant::now();
-        let own = member_lease_name(12, "a");
-        let other = member_lease_name(12, "b");
-        let mut m = Members::new(own.clone(), 12, t);
+        let own = member_lease_name("12", "a");
+        let other = member_lease_name("12", "b");
+        let mut m = Members::new(own.clone(), "12", t);
         m.observe(&[lease(&own, "a", 1), lease(&other, "b", 1)], t);
         assert_eq!(m.live(), 2);
         assert!(!m.stable(t + LD / 2, LD));
@@ -211,9 +215,9 @@ mod tests {
     #[test]
     fn a_released_member_leaves_at_once_and_a_vanished_one_is_forgotten() {
         let t = Instant::now();
-        let own = member_lease_name(12, "a");
-        let other = member_lease_name(12, "b");
-        let mut m = Members::new(own.clone(), 12, t);
+        let own = member_lease_name("12", "a");
+        let other = member_lease_name("12", "b");
+        let mut m = Members::new(own.clone(), "12", t);
         m.observe(&[lease(&other, "b", 1)], t);
         assert_eq!(m.live(), 2);
         m.observe(&[lease(&other, "", 2)], t + Duration::from_secs(1));
@@ -225,9 +229,9 @@ mod tests {
     #[test]
     fn a_member_lease_unchanged_for_ten_lease_durations_is_stale() {
         let t = Instant::now();
-        let own = member_lease_name(12, "a");
-        let gone = member_lease_name(12, "b");
-        let mut m = Members::new(own.clone(), 12, t);
+        let own = member_lease_name("12", "a");
+        let gone = member_lease_name("12", "b");
+        let mut m = Members::new(own.clone(), "12", t);
         m.observe(&[lease(&own, "a", 1), lease(&gone, "b", 1)], t);
         assert!(m.stale(t + LD * 9, LD).is_empty());
         m.observe(&[lease(&own, "a", 1), lease(&gone, "b", 1)], t + LD * 10);
@@ -238,10 +242,18 @@ mod tests {
     #[test]
     fn a_live_member_with_another_count_is_seen() {
         let t = Instant::now();
-        let mut m = Members::new(member_lease_name(12, "a"), 12, t);
+        let mut m = Members::new(member_lease_name("12", "a"), "12", t);
         assert!(!m.mixed());
-        m.observe(&[lease(&member_lease_name(8, "b"), "b", 1)], t);
+        m.observe(&[lease(&member_lease_name("8", "b"), "b", 1)], t);
         assert!(m.mixed());
-        assert_eq!(count_of(&member_lease_name(8, "b")), Some(8));
+        assert_eq!(layout_of(&member_lease_name("8", "b")), Some("8"));
+        assert_eq!(
+            layout_of(&member_lease_name("8c0a1b2c3d", "b")),
+            Some("8c0a1b2c3d")
+        );
+        // Same count, other cuts: another layout too.
+        let mut m = Members::new(member_lease_name("12", "a"), "12", t);
+        m.observe(&[lease(&member_lease_name("12c0a1b2c3d", "b"), "b", 1)], t);
+        assert!(m.mixed());
     }
 }

@@ -21,8 +21,8 @@ mod unsharded;
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
-use informer::Shard;
-use k8s_openapi::api::coordination::v1::Lease;
+use informer::{ListerWatcher as _, Shard, ShardFiltered, ShardSet};
+use k8s_openapi::api::{coordination::v1::Lease, core::v1::Pod};
 use kube::{
     Api,
     api::{DeleteParams, ListParams, Preconditions},
@@ -40,7 +40,11 @@ pub use shared::Shared;
 use shared::shard_lease_name;
 pub use unsharded::Exclusion;
 
-use crate::{client::LEADER_ELECTION, server::LEADER_ELECTION_HEALTH_TOLERANCE};
+use crate::{
+    client::{LEADER_ELECTION, SHARED_INFORMERS},
+    server::LEADER_ELECTION_HEALTH_TOLERANCE,
+    shard_selector::SelectorLayer,
+};
 
 /// What `/debug/shards` shows.
 #[derive(Debug, Default, Clone, Serialize)]
@@ -48,6 +52,8 @@ use crate::{client::LEADER_ELECTION, server::LEADER_ELECTION_HEALTH_TOLERANCE};
 pub struct Status {
     pub identity: String,
     pub shards: u32,
+    /// `--shard-cuts` (empty: equal ranges).
+    pub cuts: String,
     pub live_members: Vec<String>,
     pub target: usize,
     /// A live member runs with another `--shards`: nothing is acquired meanwhile.
@@ -65,6 +71,8 @@ pub struct HeldStatus {
     pub selector: String,
     pub since: String,
     pub synced: bool,
+    /// Read from the replica-wide caches rather than with the shard's selector.
+    pub cached: bool,
 }
 
 /// Shares the work until `cancel` fires, then releases every shard and the membership Lease.
@@ -74,7 +82,8 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> anyhow::Result<()> {
     let args = &shared.args;
-    let count = args.shards;
+    let layout = &shared.layout;
+    let count = layout.count();
     let client = shared.clients.client_for(LEADER_ELECTION)?;
     let elector = |name: String| -> anyhow::Result<Arc<LeaderElector>> {
         let mut cfg = LeaderElectionConfig::new(
@@ -90,19 +99,19 @@ pub async fn run(
             LeaderElector::new(client.clone(), cfg).context("leader election flags")?,
         ))
     };
-    let member_name = member_lease_name(count, &shared.identity);
+    let member_name = member_lease_name(&layout.to_string(), &shared.identity);
     let member = elector(member_name.clone())?;
     member
         .config()
         .validate_fence_margin()
         .context("sharded leader election flags")?;
-    let shards: Vec<Shard> = Shard::all(count)?.collect();
+    let shards: Vec<Shard> = layout.shards();
     let electors = shards
         .iter()
         .map(|s| elector(shard_lease_name(*s)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let leases: Api<Lease> = Api::namespaced(client.clone(), &args.leader_elect_resource_namespace);
-    let mut members = Members::new(member_name.clone(), count, Instant::now());
+    let mut members = Members::new(member_name.clone(), &layout.to_string(), Instant::now());
     let mut claims = Claims::new(&args.leader_elect_resource_name);
     let mut held: BTreeMap<u32, Held> = BTreeMap::new();
     let joined = Instant::now();
@@ -110,7 +119,7 @@ pub async fn run(
     let mut acquire_after = joined;
     // Shards released because their caches did not sync, left alone until then.
     let mut avoid: BTreeMap<u32, Instant> = BTreeMap::new();
-    tracing::info!(shards = count, identity = %shared.identity, "sharing the work by namespace hash");
+    tracing::info!(shards = count, cuts = %layout.cuts_text(), identity = %shared.identity, "sharing the work by namespace hash");
     loop {
         tokio::select! {
             () = cancel.cancelled() => break,
@@ -118,6 +127,15 @@ pub async fn run(
         }
         if member.try_lead().await.is_none() {
             tracing::warn!("could not renew this replica's membership Lease");
+        }
+        if shared.server.filters().is_none() {
+            let probe = probe_filtering(&shared, shards[0]);
+            if tokio::time::timeout(args.leader_elect_retry_period, probe)
+                .await
+                .is_err()
+            {
+                tracing::warn!("asking whether the API server filters by shard: no answer in time");
+            }
         }
         let listed_at = Instant::now();
         let list = match leases.list(&ListParams::default()).await {
@@ -165,7 +183,7 @@ pub async fn run(
             free: &free,
             stable: members.stable(now, args.leader_elect_lease_duration),
             mixed,
-            serving: claims.layout_serves(count, now) || (!claims.any_live(now) && members.first_layout()),
+            serving: claims.layout_serves(layout, now) || (!claims.any_live(now) && members.first_layout()),
         };
         // A replica that just joined waits two rounds, so that replicas started together first see
         // each other's membership Leases instead of all taking everything.
@@ -241,12 +259,38 @@ pub async fn run(
     for (_, h) in held {
         let _ = h.task.await;
     }
+    shared.caches.stop();
     // Each start makes a membership Lease of its own: this one's goes with it.
     member.stop_leading();
     if let Err(e) = leases.delete(&member_name, &DeleteParams::default()).await {
         tracing::warn!(lease = %member_name, "deleting this replica's membership Lease: {e}");
     }
     Ok(())
+}
+
+/// Asks the API server whether it filters by shard, before the first shard is held: a one-pod LIST
+/// with a `shardSelector` carries `shardInfo` only if it does. A shard held while this is unknown
+/// reads from the replica-wide caches, which is right either way.
+async fn probe_filtering(shared: &Shared, shard: Shard) {
+    let set = ShardSet::one(shard);
+    let client = match shared
+        .clients
+        .client_with(SHARED_INFORMERS, SelectorLayer::new(&set.selector()))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!("asking whether the API server filters by shard: {e}");
+            return;
+        }
+    };
+    let pods = ShardFiltered::new(Api::<Pod>::all(client), set, shared.server.clone(), "pods");
+    match pods.list(&ListParams::default().limit(1)).await {
+        Ok(_) => tracing::info!(
+            filters = ?shared.server.filters(),
+            "asked whether the API server filters lists and watches by shard"
+        ),
+        Err(e) => tracing::warn!("asking whether the API server filters by shard: {e}"),
+    }
 }
 
 /// Deletes the membership Leases of processes gone long ago (killed ones never delete their own),
@@ -345,6 +389,7 @@ fn snapshot(
     Status {
         identity: shared.identity.clone(),
         shards: shared.args.shards,
+        cuts: shared.layout.cuts_text(),
         live_members: members.live_names().map(str::to_owned).collect(),
         target,
         mixed_counts: mixed,
@@ -359,6 +404,7 @@ fn snapshot(
                     .map(|t| t.to_string())
                     .unwrap_or_default(),
                 synced: h.synced.load(std::sync::atomic::Ordering::Relaxed),
+                cached: h.cached,
             })
             .collect(),
     }
