@@ -211,9 +211,8 @@ impl SharedInformerFactory {
             for scope in &mut scopes {
                 scope.api = match &self.caches {
                     Some(caches) => {
-                        let upstream = scope.api.clone();
                         let key = (options.clone(), scope.namespace.clone());
-                        let cache = caches.get_or_start(key, || upstream, &resource, &config);
+                        let cache = caches.get_or_start(key, scope.api.clone(), &resource, &config);
                         let shards = shards.clone();
                         Arc::new(cache.view(move |o: &K| keep(&shards, o)))
                     }

@@ -55,7 +55,7 @@ impl WatchCaches {
     pub(crate) fn get_or_start<K>(
         &self,
         key: (InformerOptions, Option<String>),
-        api: impl FnOnce() -> Arc<dyn ListerWatcher<K>>,
+        api: Arc<dyn ListerWatcher<K>>,
         resource: &str,
         config: &ReflectorConfig<K>,
     ) -> Arc<WatchCache<K>>
@@ -79,7 +79,7 @@ impl WatchCaches {
             .as_deref()
             .map_or_else(String::new, |ns| format!(" in {ns}"));
         let cache = WatchCache::start(
-            api(),
+            api,
             format!("{resource}{scope} (replica-wide cache)"),
             config,
             REPLAY_WINDOW,
