@@ -7,7 +7,7 @@
 //! one more), no Job pod kept the tracking finalizer, the shards are spread evenly again, and the
 //! API server's audit log shows every write of a replica inside one of its own terms on the shard
 //! (`kcm_rs_e2e::check_writes_within_terms`). Then namespaces that equal ranges crowd into one
-//! shard, spread by cuts fitted with `--print-shard-cuts`.
+//! shard, spread by cuts refitted online (`--shard-cuts=auto`).
 
 use std::{
     collections::{HashMap, HashSet},
@@ -16,15 +16,15 @@ use std::{
 
 use futures::future::join_all;
 use informer::{Layout, Shard};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::{coordination::v1::Lease, core::v1::Pod};
 use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     shard_workloads::{
-        GateGuard, converged_exactly, create_workloads, delete_namespaces, identity, pod_recorder, scale,
-        spread, spread_layout, writes_within_terms,
+        GateGuard, converged_exactly, create_workloads, delete_namespaces, gates, identity, pod_recorder,
+        scale, spread, spread_layout, writes_within_terms,
     },
 };
-use kube::{Api, api::PostParams};
+use kube::{Api, ResourceExt as _, api::PostParams};
 use parking_lot::Mutex;
 use serde_json::json;
 
@@ -152,14 +152,25 @@ async fn share_the_work(gate: &str, server_filters: bool) {
 }
 
 /// Namespaces whose names differ only in their last character share one shard of equal ranges, so
-/// one replica would do all their work. The cuts `--print-shard-cuts` fits to the cluster spread
-/// them over both replicas; the workloads still converge exactly, each write inside its sender's
-/// term on the Lease of its range.
+/// one replica would do all their work. Two replicas run with `--shard-cuts=auto` before these
+/// namespaces exist; once they fill, one replica refits the cuts online and the shards whose range
+/// moved change hands through the claims. The workloads, created before the refit and scaled after
+/// it, converge exactly, and every write lies inside its sender's term on the Lease of its range in
+/// whichever version of the cuts it was sent. `--print-shard-cuts` fits the same namespaces apart.
+///
+/// With the API server filtering (`make test`); `KCM_RS_SHARD_GATES` chooses (`shard_workloads::gates`).
 #[tokio::test]
-async fn disruptive_crowded_namespaces_spread_with_fitted_cuts() {
+async fn disruptive_crowded_namespaces_spread_with_refitted_cuts() {
+    for gate in gates("on") {
+        refitted_cuts(&gate).await;
+    }
+}
+
+async fn refitted_cuts(gate: &str) {
     let cluster = Cluster::connect().await;
-    let _gate = GateGuard::set(&cluster, "on");
+    let _gate = GateGuard::set(&cluster, gate);
     let _mode = ModeGuard::enter(&cluster, Mode::Replace);
+    let records = RefitLeases::clear(&cluster).await;
     let tag = format!("cuts-{}", std::process::id());
     let names: Vec<String> = ('a'..='h').map(|c| format!("{tag}-{c}")).collect();
     let equal: HashSet<Shard> = names
@@ -167,56 +178,151 @@ async fn disruptive_crowded_namespaces_spread_with_fitted_cuts() {
         .map(|ns| Shard::of_namespace(ns, 4).unwrap())
         .collect();
     assert_eq!(equal.len(), 1, "equal ranges put {names:?} in one shard");
+    let args = [
+        "--leader-elect=true",
+        "--shards=4",
+        "--shard-cuts=auto",
+        "--shard-refit-interval=2s",
+    ];
+    let replicas: Vec<KcmRs> = (0..2)
+        .map(|i| KcmRs::spawn(&cluster, &format!("{tag}-{i}"), &args, None))
+        .collect();
+    kcm_rs_e2e::wait_for(
+        "both replicas hold shards",
+        std::time::Duration::from_secs(90),
+        || {
+            let holding = replicas.iter().filter(|r| !held_shards(r).is_empty()).count();
+            async move {
+                if holding == 2 {
+                    Ok(())
+                } else {
+                    Err(format!("{holding} hold shards"))
+                }
+            }
+        },
+    )
+    .await;
+
     let seen = Arc::new(Mutex::new(HashMap::new()));
     let (pods, stop_pods) = pod_recorder(&cluster, &tag, seen.clone()).await;
     join_all(names.iter().map(|ns| create_workloads(&cluster, ns))).await;
     // Pods of their own, so that these namespaces outweigh whatever else the cluster holds (the cuts
-    // are fitted to all its namespaces, weighted by pods, and no controller runs yet).
+    // are fitted to all its namespaces, weighted by pods).
     join_all(names.iter().map(|ns| bare_pods(&cluster, ns, BARE_PODS))).await;
-
     let printed = KcmRs::run_once(&cluster, &["--shards=4", "--print-shard-cuts"]);
     println!("{printed}");
-    let cuts = printed
+    let printed_cuts = printed
         .lines()
         .find(|l| l.starts_with("--shards="))
         .and_then(|l| l.split_once("--shard-cuts="))
-        .map(|(_, c)| c.trim().to_owned())
+        .map(|(_, c)| Layout::parse_cuts(c.trim()).unwrap())
         .unwrap_or_else(|| panic!("no --shard-cuts printed: {printed}"));
-    let layout = Layout::parse_cuts(&cuts).unwrap();
-    let fitted: HashSet<Shard> = names.iter().map(|ns| layout.shard_of_namespace(ns)).collect();
-    assert!(fitted.len() >= 3, "the fitted cuts spread {names:?}: {printed}");
-
-    let flag = format!("--shard-cuts={cuts}");
-    let args = ["--leader-elect=true", "--shards=4", flag.as_str()];
-    let replicas: Vec<KcmRs> = (0..2)
-        .map(|i| KcmRs::spawn(&cluster, &format!("{tag}-{i}"), &args, None))
-        .collect();
-    spread_layout(&cluster, &layout, &[2, 2]).await;
-    for r in &replicas {
-        let (_, body) = r.http_get("/debug/shards");
-        let status: serde_json::Value = serde_json::from_str(&body).unwrap();
-        assert_eq!(status["cuts"], json!(cuts), "{body}");
-        let held: Vec<&str> = status["held"]
-            .as_array()
-            .unwrap()
+    let spread_by = |l: &Layout| {
+        names
             .iter()
-            .filter_map(|h| h["shard"].as_str())
-            .collect();
+            .map(|ns| l.shard_of_namespace(ns))
+            .collect::<HashSet<_>>()
+            .len()
+    };
+    assert!(
+        spread_by(&printed_cuts) >= 3,
+        "printed cuts spread {names:?}: {printed}"
+    );
+
+    let refitted = kcm_rs_e2e::wait_for(
+        "cuts refitted apart on both replicas",
+        std::time::Duration::from_secs(120),
+        || {
+            let followed: Vec<(String, serde_json::Value)> = replicas
+                .iter()
+                .map(|r| {
+                    let status = debug_shards(r);
+                    (
+                        status["cuts"].as_str().unwrap_or_default().to_owned(),
+                        status["cutsGeneration"].clone(),
+                    )
+                })
+                .collect();
+            let layout = Layout::parse_cuts(&followed[0].0)
+                .ok()
+                .and_then(|l| Layout::auto(4, Some(l.cuts().to_vec())).ok());
+            let apart = layout.as_ref().is_some_and(|l| spread_by(l) >= 3);
+            async move {
+                match layout {
+                    Some(l) if apart && followed[0] == followed[1] && followed[0].1.is_u64() => Ok(l),
+                    _ => Err(format!("followed {followed:?}")),
+                }
+            }
+        },
+    )
+    .await;
+    println!("refitted cuts: {}", refitted.cuts_text());
+    spread_layout(&cluster, &refitted, &[2, 2]).await;
+    synced(&replicas).await;
+    for r in &replicas {
+        let held = held_shards(r);
         let serves = names
             .iter()
-            .filter(|ns| held.contains(&layout.shard_of_namespace(ns).to_string().as_str()))
+            .filter(|ns| held.contains(&refitted.shard_of_namespace(ns).to_string()))
             .count();
-        assert!(serves > 0, "each replica serves some of them: {body}");
+        assert!(serves > 0, "each replica serves some of them: {held:?}");
     }
     join_all(names.iter().map(|ns| scale(&cluster, ns))).await;
     converged_exactly(&cluster, &seen, &names).await;
     drop(pods);
     stop_pods.cancel();
     let ids: Vec<String> = replicas.iter().map(identity).collect();
-    let summary = writes_within_terms(&cluster, &ids, &names, &[layout]);
+    let first = Layout::auto(4, None).unwrap();
+    let summary = writes_within_terms(&cluster, &ids, &names, &[first, refitted]);
     assert_eq!(summary.writes.len(), 2, "both replicas wrote: {summary:?}");
     drop(replicas);
     delete_namespaces(&cluster, &names).await;
+    records.delete().await;
+}
+
+fn debug_shards(replica: &KcmRs) -> serde_json::Value {
+    let (_, body) = replica.http_get("/debug/shards");
+    serde_json::from_str(&body).unwrap_or_default()
+}
+
+/// The shards a replica holds, as `/debug/shards` names them.
+fn held_shards(replica: &KcmRs) -> Vec<String> {
+    debug_shards(replica)["held"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|h| h["shard"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The record of refitted cuts and the shard Leases of refitted layouts of 4, deleted before the
+/// test (a record left by an earlier run would be followed at once) and at its end.
+struct RefitLeases(Api<Lease>);
+
+impl RefitLeases {
+    async fn clear(cluster: &Cluster) -> Self {
+        let leases = Api::namespaced(cluster.client.clone(), "kube-system");
+        let this = Self(leases);
+        this.delete().await;
+        this
+    }
+
+    async fn delete(&self) {
+        let family = format!("-of-{}-", Layout::auto(4, None).unwrap());
+        for l in self
+            .0
+            .list(&Default::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+        {
+            let name = l.name_any();
+            if name == "kcm-rs-shard-cuts-4" || name.contains(&family) {
+                let _ = self.0.delete(&name, &Default::default()).await;
+            }
+        }
+    }
 }
 
 /// Waits until every shard each replica holds has synced (`/debug/shards`).

@@ -9,6 +9,11 @@
 //! renewal. The writes that passed a gate are counted until they end, and a release gives the Lease
 //! up only once each had its answer ([`WriteFence::settle`]). The middleware in the controllers'
 //! clients is `fenced.rs`.
+//!
+//! Gates are kept by shard, range included, and a write finds its gate by the namespace's hash: a
+//! refit of the cuts (`shards::refit`) may leave a shard of the old ranges draining while the
+//! manager already plans with the new ones. The manager never holds two overlapping shards at
+//! once, so at most one gate covers a hash.
 
 use std::{
     collections::HashMap,
@@ -19,7 +24,7 @@ use std::{
     time::Duration,
 };
 
-use informer::{Layout, Shard};
+use informer::{Shard, fnv1a64};
 use parking_lot::Mutex;
 use tokio::{sync::Notify, time::Instant};
 
@@ -31,12 +36,12 @@ pub use fenced::{FenceLayer, Fenced};
 
 type SyncedFn = Arc<dyn Fn() -> bool + Send + Sync>;
 
-/// The gates of one replica's shards, by index, and the writes that passed them.
+/// The gates of one replica's shards and the writes that passed them.
 pub struct WriteFence {
-    layout: Layout,
-    gates: Mutex<HashMap<u32, Gate>>,
+    /// Invariant: no two keys overlap.
+    gates: Mutex<HashMap<Shard, Gate>>,
     /// Lock order: `gates` before `writes`.
-    writes: Mutex<HashMap<u32, InFlight>>,
+    writes: Mutex<HashMap<Shard, InFlight>>,
     /// Woken whenever a write ends.
     ended: Notify,
     next_hold: AtomicU64,
@@ -79,22 +84,26 @@ struct InFlight {
 
 impl std::fmt::Debug for WriteFence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let open: Vec<u32> = self.gates.lock().keys().copied().collect();
+        let open: Vec<String> = self.gates.lock().keys().map(Shard::to_string).collect();
         f.debug_struct("WriteFence")
-            .field("layout", &self.layout)
             .field("gates", &open)
             .finish_non_exhaustive()
     }
 }
 
+impl Default for WriteFence {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl WriteFence {
-    pub fn new(layout: Layout) -> Self {
-        Self::with_suspend_clock(layout, suspended::system())
+    pub fn new() -> Self {
+        Self::with_suspend_clock(suspended::system())
     }
 
-    pub fn with_suspend_clock(layout: Layout, suspended: SuspendClock) -> Self {
+    pub fn with_suspend_clock(suspended: SuspendClock) -> Self {
         Self {
-            layout,
             gates: Mutex::new(HashMap::new()),
             writes: Mutex::new(HashMap::new()),
             ended: Notify::new(),
@@ -115,10 +124,14 @@ impl WriteFence {
         let now = (self.suspended)();
         let until = shorten(until, suspended, now);
         let mut gates = self.gates.lock();
-        let gate = gates.entry(shard.index()).or_insert_with(|| {
+        debug_assert!(
+            gates.keys().all(|g| *g == shard || !g.overlaps(shard)),
+            "{shard} overlaps a gate already open"
+        );
+        let gate = gates.entry(shard).or_insert_with(|| {
             let hold = self.next_hold.fetch_add(1, Ordering::Relaxed);
             self.writes.lock().insert(
-                shard.index(),
+                shard,
                 InFlight {
                     hold,
                     ..InFlight::default()
@@ -137,20 +150,20 @@ impl WriteFence {
 
     /// The shard's controllers are running: writes wait for these caches.
     pub fn caches(&self, shard: Shard, synced: Vec<SyncedFn>) {
-        if let Some(gate) = self.gates.lock().get_mut(&shard.index()) {
+        if let Some(gate) = self.gates.lock().get_mut(&shard) {
             gate.synced = synced;
         }
     }
 
     /// Closes the gate; the writes in flight go on until they end ([`Self::settle`]).
     pub fn close(&self, shard: Shard) {
-        self.gates.lock().remove(&shard.index());
+        self.gates.lock().remove(&shard);
     }
 
     /// Where the shard's current window ends, synced or not (`None`: not held, or ended).
     pub fn window_end(&self, shard: Shard) -> Option<Instant> {
         let now = (self.suspended)();
-        self.gates.lock().get(&shard.index())?.end(now)
+        self.gates.lock().get(&shard)?.end(now)
     }
 
     /// Whether a write to namespace `ns` may leave at `now`.
@@ -162,7 +175,7 @@ impl WriteFence {
     /// Until when writes to namespace `ns` may leave, if they may at `now`; else why not.
     #[cfg(test)]
     pub fn open_until(&self, ns: &str, now: Instant) -> Result<Instant, Closed> {
-        self.shard_open(self.layout.shard_of_namespace(ns), now)
+        self.begin_check(ns, now).map(|(_, end, _)| end)
     }
 
     /// Until when writes into `shard` may leave, asked at `now`, or why not.
@@ -173,7 +186,11 @@ impl WriteFence {
     fn check(&self, shard: Shard, now: Instant) -> Result<(Instant, u64), Closed> {
         let suspended = (self.suspended)();
         let gates = self.gates.lock();
-        let gate = gates.get(&shard.index()).ok_or(Closed::NotHeld)?;
+        let gate = gates.get(&shard).ok_or(Closed::NotHeld)?;
+        Self::gate_open(gate, suspended, now)
+    }
+
+    fn gate_open(gate: &Gate, suspended: Duration, now: Instant) -> Result<(Instant, u64), Closed> {
         match gate.end(suspended) {
             Some(end) if now < end => {
                 if gate.synced.iter().all(|s| s()) {
@@ -190,10 +207,9 @@ impl WriteFence {
     /// dropped: with [`Write::answered`] if an answer came, else as unanswered. `Ok` carries the
     /// window's end.
     pub fn begin(self: &Arc<Self>, ns: &str, now: Instant) -> Result<(Instant, Write), Closed> {
-        let shard = self.layout.shard_of_namespace(ns);
-        let (end, hold) = self.check(shard, now)?;
+        let (shard, end, hold) = self.begin_check(ns, now)?;
         let mut writes = self.writes.lock();
-        let entry = writes.entry(shard.index()).or_default();
+        let entry = writes.entry(shard).or_default();
         if entry.hold != hold {
             *entry = InFlight {
                 hold,
@@ -203,11 +219,24 @@ impl WriteFence {
         entry.count += 1;
         let write = Write {
             fence: self.clone(),
-            shard: shard.index(),
+            shard,
             hold,
             answered: false,
         };
         Ok((end, write))
+    }
+
+    /// The held shard whose range holds namespace `ns`, and until when its gate lets writes leave.
+    fn begin_check(&self, ns: &str, now: Instant) -> Result<(Shard, Instant, u64), Closed> {
+        let hash = fnv1a64(ns.as_bytes());
+        let suspended = (self.suspended)();
+        let gates = self.gates.lock();
+        let (shard, gate) = gates
+            .iter()
+            .find(|(s, _)| s.contains_hash(hash))
+            .ok_or(Closed::NotHeld)?;
+        let (end, hold) = Self::gate_open(gate, suspended, now)?;
+        Ok((*shard, end, hold))
     }
 
     /// Waits until every write of the shard's last hold has ended, at most until `deadline`: true
@@ -219,7 +248,7 @@ impl WriteFence {
             let ended = self.ended.notified();
             tokio::pin!(ended);
             ended.as_mut().enable();
-            if let Some(w) = self.writes.lock().get(&shard.index()) {
+            if let Some(w) = self.writes.lock().get(&shard) {
                 if w.count == 0 {
                     return !w.unanswered;
                 }
@@ -238,7 +267,7 @@ impl WriteFence {
 #[derive(Debug)]
 pub struct Write {
     fence: Arc<WriteFence>,
-    shard: u32,
+    shard: Shard,
     hold: u64,
     answered: bool,
 }

@@ -6,7 +6,7 @@ use super::*;
 
 #[test]
 fn a_write_passes_only_while_the_shard_is_held_synced_and_renewed() {
-    let fence = WriteFence::new(informer::Layout::equal(2).unwrap());
+    let fence = WriteFence::new();
     let ns = (0..)
         .map(|i| format!("ns-{i}"))
         .find(|n| Shard::new(0, 2).unwrap().contains_namespace(n))
@@ -45,7 +45,7 @@ fn a_suspend_shortens_the_window_by_its_length() {
         let suspended = suspended.clone();
         Arc::new(move || *suspended.lock())
     };
-    let fence = WriteFence::with_suspend_clock(informer::Layout::equal(2).unwrap(), clock);
+    let fence = WriteFence::with_suspend_clock(clock);
     let shard = Shard::new(0, 2).unwrap();
     let ns = &(0..)
         .map(|i| format!("ns-{i}"))
@@ -79,8 +79,8 @@ fn namespace_in(shard: Shard) -> String {
         .unwrap()
 }
 
-fn held(count: u32, shard: Shard) -> Arc<WriteFence> {
-    let fence = Arc::new(WriteFence::new(informer::Layout::equal(count).unwrap()));
+fn held(shard: Shard) -> Arc<WriteFence> {
+    let fence = Arc::new(WriteFence::new());
     fence.renewed(
         shard,
         Instant::now() + Duration::from_secs(10),
@@ -94,7 +94,7 @@ fn held(count: u32, shard: Shard) -> Arc<WriteFence> {
 async fn a_shard_settles_once_every_write_of_the_hold_was_answered() {
     let shard = Shard::new(0, 2).unwrap();
     let ns = namespace_in(shard);
-    let fence = held(2, shard);
+    let fence = held(shard);
     let (_, first) = fence.begin(&ns, Instant::now()).unwrap();
     let (_, second) = fence.begin(&ns, Instant::now()).unwrap();
     let end = fence.window_end(shard).unwrap();
@@ -117,7 +117,7 @@ async fn a_shard_settles_once_every_write_of_the_hold_was_answered() {
 async fn a_write_that_ended_unanswered_keeps_the_shard_from_settling() {
     let shard = Shard::new(0, 2).unwrap();
     let ns = namespace_in(shard);
-    let fence = held(2, shard);
+    let fence = held(shard);
     let (_, aborted) = fence.begin(&ns, Instant::now()).unwrap();
     drop(aborted);
     let end = fence.window_end(shard).unwrap();
@@ -142,7 +142,7 @@ async fn a_write_that_ended_unanswered_keeps_the_shard_from_settling() {
 async fn a_write_of_an_earlier_hold_does_not_count_in_the_next() {
     let shard = Shard::new(0, 2).unwrap();
     let ns = namespace_in(shard);
-    let fence = held(2, shard);
+    let fence = held(shard);
     let (_, old) = fence.begin(&ns, Instant::now()).unwrap();
     fence.close(shard);
     fence.renewed(
@@ -157,4 +157,32 @@ async fn a_write_of_an_earlier_hold_does_not_count_in_the_next() {
     let end = fence.window_end(shard).unwrap();
     fence.close(shard);
     assert!(fence.settle(shard, end).await);
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_a_refit_a_write_finds_the_gate_by_range_not_by_index() {
+    // Shard 0 of the old cuts still drains; the new cuts moved namespaces of it into shard 1.
+    let old = informer::Layout::auto(2, None).unwrap();
+    let ns = namespace_in(old.shards()[0]);
+    let hash = u128::from(informer::fnv1a64(ns.as_bytes()));
+    let cut = u64::try_from(hash).unwrap();
+    let new = informer::Layout::auto(2, Some(vec![cut])).unwrap();
+    assert_eq!(new.shard_of_namespace(&ns).index(), 1, "moved to the other index");
+    let fence = held(old.shards()[0]);
+    assert!(
+        fence.allows(&ns, Instant::now()),
+        "the old range's gate still covers it"
+    );
+    fence.close(old.shards()[0]);
+    assert_eq!(fence.open_until(&ns, Instant::now()), Err(Closed::NotHeld));
+    fence.renewed(
+        new.shards()[1],
+        Instant::now() + Duration::from_secs(10),
+        fence.suspended_now(),
+    );
+    fence.caches(new.shards()[1], vec![Arc::new(|| true)]);
+    assert!(
+        fence.allows(&ns, Instant::now()),
+        "now through the new shard's gate"
+    );
 }

@@ -178,8 +178,14 @@ pub struct Args {
     /// Where to cut the namespace-hash space instead of into equal ranges: --shards minus one
     /// increasing hashes, 0x and 16 hex digits each, comma-separated. --print-shard-cuts fits them
     /// to the cluster's namespaces (docs/scale-out.md, section 5).
-    #[arg(long, value_parser = |v: &str| informer::Layout::parse_cuts(v).map_err(|e| e.to_string()), help_heading = "Leader election flags")]
-    pub shard_cuts: Option<informer::Layout>,
+    /// `auto`: cuts refitted online to the namespaces present, weighted by their pods, recorded in
+    /// the Lease kcm-rs-shard-cuts-<N> (docs/scale-out.md, section 5).
+    #[arg(long, value_parser = ShardCuts::parse, help_heading = "Leader election flags")]
+    pub shard_cuts: Option<ShardCuts>,
+
+    /// With --shard-cuts=auto: how often one replica weighs the namespaces and refits the cuts.
+    #[arg(long, default_value = "10m", value_parser = go_duration, help_heading = "Leader election flags")]
+    pub shard_refit_interval: Duration,
 
     /// Print --shard-cuts fitted to the namespaces of the cluster, weighted by their pods, for
     /// --shards, and exit.
@@ -404,5 +410,25 @@ mod tests {
         let a = parse(&["--leader-elect=false", "--namespace=a", "--namespace=b"]).unwrap();
         assert!(!a.leader_elect);
         assert_eq!(a.namespaces, ["a", "b"]);
+    }
+}
+
+/// What `--shard-cuts` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShardCuts {
+    /// These cuts, for good.
+    Fixed(informer::Layout),
+    /// Refitted online (`shards::refit`).
+    Auto,
+}
+
+impl ShardCuts {
+    fn parse(value: &str) -> Result<Self, String> {
+        if value == "auto" {
+            return Ok(Self::Auto);
+        }
+        informer::Layout::parse_cuts(value)
+            .map(Self::Fixed)
+            .map_err(|e| e.to_string())
     }
 }

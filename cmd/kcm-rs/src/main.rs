@@ -39,7 +39,7 @@ use anyhow::Context as _;
 use client::{Clients, LEADER_ELECTION, SHARED_INFORMERS};
 use controller::{Started, shadow::ShadowState};
 use controllers::StartContext;
-use flags::{Args, LeaderElectMode, LoggingFormat};
+use flags::{Args, LeaderElectMode, LoggingFormat, ShardCuts};
 use leaderelection::{LeaderElectionConfig, LeaderElector, LeaderForLife};
 use metric_labels::{ControllerLabel, NameLabel};
 use metrics::Metrics;
@@ -85,16 +85,18 @@ fn init_logging(args: &Args) {
     }
 }
 
-/// How `--shards` cuts the namespace-hash space: equal ranges, or `--shard-cuts`.
+/// How `--shards` cuts the namespace-hash space at start: equal ranges, `--shard-cuts`, or with
+/// `--shard-cuts=auto` equal ranges until the first refit.
 fn layout(args: &Args) -> anyhow::Result<informer::Layout> {
     match &args.shard_cuts {
-        Some(l) if l.count() != args.shards => anyhow::bail!(
+        Some(ShardCuts::Fixed(l)) if l.count() != args.shards => anyhow::bail!(
             "--shard-cuts makes {} shards, --shards says {}: give one cut fewer than shards",
             l.count(),
             args.shards
         ),
-        Some(l) => Ok(l.clone()),
-        None => Ok(informer::Layout::equal(args.shards)?),
+        Some(ShardCuts::Fixed(l)) => Ok(l.clone()),
+        Some(ShardCuts::Auto) if args.shards > 1 => Ok(informer::Layout::auto(args.shards, None)?),
+        Some(ShardCuts::Auto) | None => Ok(informer::Layout::equal(args.shards)?),
     }
 }
 
@@ -117,7 +119,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         shard_plan::print(args.shards, clients.client_for(SHARED_INFORMERS)?).await?;
         return Ok(ExitCode::SUCCESS);
     }
-    let fence = (args.shards > 1).then(|| Arc::new(fence::WriteFence::new(layout.clone())));
+    let fence = (args.shards > 1).then(|| Arc::new(fence::WriteFence::new()));
     if let Some(f) = &fence {
         clients = clients.sharded(f.clone(), &identity);
     }

@@ -193,7 +193,7 @@ async fn every_attempt_takes_a_token() {
 
 /// A namespace of shard 0 of 2, with a fence whose gate is open and synced until `until`.
 fn fenced(server: &Script, until: Instant) -> kube::Client {
-    let fence = Arc::new(WriteFence::new(informer::Layout::equal(2).unwrap()));
+    let fence = Arc::new(WriteFence::new());
     let shard = Shard::of_namespace("retry-ns", 2).unwrap();
     fence.renewed(shard, until, fence.suspended_now());
     fence.caches(shard, vec![Arc::new(|| true)]);

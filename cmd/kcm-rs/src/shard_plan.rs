@@ -2,6 +2,8 @@
 //! pods, and prints the flags to run with, with each shard's load beside the equal ranges' for
 //! comparison. Run once by an operator (it lists every pod's metadata); the cuts then go into the
 //! replicas' arguments. A change of cuts is a change of layout, handed over as one of `--shards`.
+//! With `--shard-cuts=auto` the replicas weigh the namespaces the same way themselves
+//! (`shards::refit`).
 
 use std::collections::BTreeMap;
 
@@ -20,11 +22,8 @@ const PAGE: u32 = 500;
 
 /// Prints `--shards=N --shard-cuts=…` and a table of namespaces and pods per shard.
 pub async fn print(count: u32, client: kube::Client) -> anyhow::Result<()> {
-    let pods = pods_by_namespace(&client).await?;
-    let weights = pods
-        .iter()
-        .map(|(ns, pods)| (fnv1a64(ns.as_bytes()), pods + NAMESPACE_WEIGHT));
-    let fitted = Layout::fit(count, weights)?;
+    let pods = pods_by_namespace(&client, true).await?;
+    let fitted = Layout::fit(count, weights(&pods))?;
     let equal = Layout::equal(count)?;
     println!("--shards={count} --shard-cuts={}", fitted.cuts_text());
     println!();
@@ -36,13 +35,26 @@ pub async fn print(count: u32, client: kube::Client) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Every namespace with its pod count (0 for one without pods).
-async fn pods_by_namespace(client: &kube::Client) -> kube::Result<BTreeMap<String, u64>> {
+/// Each namespace's hash and weight: its pods plus [`NAMESPACE_WEIGHT`].
+pub fn weights(pods: &BTreeMap<String, u64>) -> Vec<(u64, u64)> {
+    pods.iter()
+        .map(|(ns, pods)| (fnv1a64(ns.as_bytes()), pods + NAMESPACE_WEIGHT))
+        .collect()
+}
+
+/// Every namespace with pods and its pod count; with `all_namespaces`, the others too with 0 (a
+/// list of Namespaces, which the replicas' own role does not grant).
+pub async fn pods_by_namespace(
+    client: &kube::Client,
+    all_namespaces: bool,
+) -> kube::Result<BTreeMap<String, u64>> {
     let mut by_ns = BTreeMap::new();
-    each_metadata(Api::<Namespace>::all(client.clone()), |m| {
-        by_ns.insert(m.name.unwrap_or_default(), 0);
-    })
-    .await?;
+    if all_namespaces {
+        each_metadata(Api::<Namespace>::all(client.clone()), |m| {
+            by_ns.insert(m.name.unwrap_or_default(), 0);
+        })
+        .await?;
+    }
     each_metadata(Api::<Pod>::all(client.clone()), |m| {
         *by_ns.entry(m.namespace.unwrap_or_default()).or_default() += 1;
     })

@@ -13,6 +13,11 @@ use std::fmt;
 
 use crate::shard::{MAX_SHARDS, Shard, ShardError, fnv1a64};
 
+/// The tag of every layout whose cuts are refitted online (`--shard-cuts=auto`): one tag for all its
+/// versions, so that a shard whose range a refit keeps keeps its Lease (named after tag and range)
+/// and its holder. A fixed set of cuts never gets it ([`Layout::with_cuts`]).
+pub const AUTO_TAG: u32 = 0xa;
+
 /// The shards of one layout: `count` equal ranges, or the ranges between `cuts`.
 /// Invariant: `cuts` is empty or has `count - 1` strictly increasing values, none 0; `tag` is 0
 /// exactly when `cuts` is empty.
@@ -61,8 +66,77 @@ impl Layout {
         Ok(Self {
             count,
             cuts,
-            tag: tag.max(1),
+            tag: if tag <= AUTO_TAG { tag + AUTO_TAG + 1 } else { tag },
         })
+    }
+
+    /// A version of the refitted layout of `count` shards: `cuts`, or before the first fit the equal
+    /// ranges' bounds written as cuts. Every version has [`AUTO_TAG`].
+    pub fn auto(count: u32, cuts: Option<Vec<u64>>) -> Result<Self, LayoutError> {
+        Shard::new(0, count)?;
+        let cuts = match cuts {
+            Some(c) => c,
+            None => (1..count)
+                .map(|i| Shard::new(i, count).map(|s| s.start() as u64))
+                .collect::<Result<_, _>>()?,
+        };
+        let mut layout = Self::with_cuts(cuts)?;
+        if layout.count != count {
+            return Err(LayoutError::Count(ShardError {
+                index: layout.count.saturating_sub(1),
+                count,
+            }));
+        }
+        if !layout.cuts.is_empty() {
+            layout.tag = AUTO_TAG;
+        }
+        Ok(layout)
+    }
+
+    /// Whether this is a version of the refitted layout.
+    pub fn is_auto(&self) -> bool {
+        self.tag == AUTO_TAG
+    }
+
+    /// The next version of this refitted layout: fitted to `weighted` as [`Layout::fit`] does, but
+    /// each cut that would put no namespace on another side than this version's cut does stays
+    /// where it is, so that the shards it bounds keep their ranges and their holders.
+    pub fn refit(&self, weighted: &[(u64, u64)]) -> Result<Self, LayoutError> {
+        let fitted = Self::fit(self.count, weighted.iter().copied())?;
+        if fitted.cuts.len() != self.cuts.len() {
+            return Self::auto(self.count, Some(fitted.cuts));
+        }
+        let kept: Vec<u64> = self
+            .cuts
+            .iter()
+            .zip(&fitted.cuts)
+            .map(|(&old, &new)| {
+                let (low, high) = (old.min(new), old.max(new));
+                let moves_one = weighted.iter().any(|(h, _)| (low..high).contains(h));
+                if moves_one { new } else { old }
+            })
+            .collect();
+        let cuts = if kept.windows(2).all(|w| w[0] < w[1]) {
+            kept
+        } else {
+            fitted.cuts
+        };
+        Self::auto(self.count, Some(cuts))
+    }
+
+    /// The weight in each shard, in shard order, of `weighted` (each namespace's hash and weight).
+    pub fn loads(&self, weighted: &[(u64, u64)]) -> Vec<u64> {
+        let mut loads = vec![0u64; self.count as usize];
+        for (hash, weight) in weighted {
+            let index = self.cuts.partition_point(|c| c <= hash);
+            let index = if self.cuts.is_empty() {
+                Shard::of_hash_index(*hash, self.count)
+            } else {
+                index
+            };
+            loads[index] = loads[index].saturating_add(*weight);
+        }
+        loads
     }
 
     /// Cuts as `--shard-cuts` takes them: `0x…,0x…`, each as the API server writes bounds.

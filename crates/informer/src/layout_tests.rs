@@ -122,6 +122,50 @@ fn fewer_namespaces_than_shards_get_one_each() {
     assert_eq!(Layout::fit(4, []).unwrap(), Layout::equal(4).unwrap());
 }
 
+#[test]
+fn a_refitted_layout_starts_at_equal_ranges_and_keeps_its_tag() {
+    let first = Layout::auto(4, None).unwrap();
+    assert!(first.is_auto());
+    assert_eq!(first.to_string(), "4c0000000a");
+    let equal = Layout::equal(4).unwrap();
+    for (a, e) in first.shards().iter().zip(equal.shards()) {
+        assert_eq!((a.start(), a.end()), (e.start(), e.end()));
+    }
+    let namespaces = crowded(|_| 5);
+    let next = first.refit(&weights(&namespaces)).unwrap();
+    assert!(next.is_auto() && next != first);
+    assert_eq!(next.tag(), first.tag(), "one tag for every version");
+    assert!(!Layout::with_cuts(vec![1, 2]).unwrap().is_auto());
+    assert!(Layout::auto(4, Some(vec![1, 2])).is_err(), "3 shards is not 4");
+}
+
+#[test]
+fn a_refit_moves_only_the_cuts_that_put_a_namespace_elsewhere() {
+    // Namespaces at hashes 10, 20, 30, 40 of weight 1, cut 2/2 by 25; a heavy one arrives at 35.
+    let weighted = [(10, 1), (20, 1), (30, 1), (40, 1)];
+    let current = Layout::auto(2, Some(vec![25])).unwrap();
+    let same = current.refit(&weighted).unwrap();
+    assert_eq!(
+        same, current,
+        "the fit (cut at 30) puts nobody elsewhere than 25 does"
+    );
+    let grown = [(10, 1), (20, 1), (30, 1), (35, 10), (40, 1)];
+    let moved = current.refit(&grown).unwrap();
+    assert_ne!(moved.cuts(), current.cuts());
+    assert_eq!(
+        moved.loads(&grown),
+        vec![3, 11],
+        "the heavy one with 40 only: {moved:?}"
+    );
+    let three = Layout::auto(3, Some(vec![15, 25])).unwrap();
+    let loads = three.loads(&weighted);
+    assert_eq!(loads, vec![1, 1, 2]);
+    assert_eq!(
+        Layout::equal(2).unwrap().loads(&[(1, 3), (u64::MAX, 4)]),
+        vec![3, 4]
+    );
+}
+
 proptest! {
     #[test]
     fn fitted_layouts_are_valid_and_place_each_namespace_once(
@@ -153,5 +197,27 @@ proptest! {
         let shard = layout.shard_of_namespace(&ns);
         prop_assert!(shard.contains_namespace(&ns));
         prop_assert_eq!(layout.shards().iter().filter(|s| s.contains_namespace(&ns)).count(), 1);
+    }
+}
+
+proptest! {
+    #[test]
+    fn a_refit_is_a_valid_version_that_keeps_every_namespace_where_the_fit_puts_it(
+        hashes in proptest::collection::btree_map(1..=u64::MAX, 1..20u64, 1..60),
+        count in 2..8u32,
+        old in proptest::collection::btree_set(1..=u64::MAX, 7),
+    ) {
+        let weighted: Vec<(u64, u64)> = hashes.into_iter().collect();
+        let old: Vec<u64> = old.into_iter().take(count as usize - 1).collect();
+        let current = Layout::auto(count, Some(old)).unwrap();
+        let next = current.refit(&weighted).unwrap();
+        prop_assert!(next.is_auto());
+        prop_assert_eq!(next.count(), count);
+        let fitted = Layout::fit(count, weighted.iter().copied()).unwrap();
+        for (h, _) in &weighted {
+            let index = |l: &Layout| l.cuts().partition_point(|c| c <= h);
+            prop_assert_eq!(index(&next), index(&fitted), "hash {:#x}", h);
+        }
+        prop_assert_eq!(next.loads(&weighted), fitted.loads(&weighted));
     }
 }

@@ -36,7 +36,7 @@ pub use informer::{
     SharedInformerFactory, wait_for_cache_sync,
 };
 pub use key::ObjectKey;
-pub use layout::{Layout, LayoutError};
+pub use layout::{AUTO_TAG, Layout, LayoutError};
 pub use listwatch::{ListerWatcher, WatchStream};
 pub use metrics::{MetricsProvider, NoopMetrics, QueueMetrics, ReflectorMetrics};
 pub use reflector::{Reflector, ReflectorConfig, ReflectorError, ReflectorEvent, Snapshot};

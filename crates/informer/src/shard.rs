@@ -91,6 +91,11 @@ impl Shard {
         Ok(Self::of_hash(fnv1a64(ns.as_bytes()), count))
     }
 
+    /// The index of the equal range of `count` holding `hash` (`count` valid).
+    pub(crate) fn of_hash_index(hash: u64, count: u32) -> usize {
+        Self::of_hash(hash, count).index as usize
+    }
+
     fn of_hash(hash: u64, count: u32) -> Shard {
         // floor(h·N / 2^64) is the shard up to the rounding of the bounds; step to the exact one.
         let mut index = ((u128::from(hash) * u128::from(count)) >> 64) as u32;
@@ -128,6 +133,11 @@ impl Shard {
 
     pub fn contains_hash(self, hash: u64) -> bool {
         (self.start()..self.end()).contains(&u128::from(hash))
+    }
+
+    /// Some hash lies in both.
+    pub fn overlaps(self, other: Shard) -> bool {
+        self.start < other.end && other.start < self.end
     }
 
     pub fn contains_namespace(self, ns: &str) -> bool {

@@ -58,6 +58,7 @@ struct Seen {
     changed_at: Instant,
     /// In the last list.
     present: bool,
+    resource_version: Option<String>,
 }
 
 impl Seen {
@@ -104,6 +105,7 @@ impl Claims {
                 continue;
             };
             let record = lease.spec.clone().unwrap_or_default();
+            let resource_version = lease.metadata.resource_version.clone();
             match self.seen.get_mut(name) {
                 Some(s) => {
                     if s.record != record {
@@ -111,6 +113,7 @@ impl Claims {
                         s.changed_at = now;
                     }
                     s.present = true;
+                    s.resource_version = resource_version;
                 }
                 None => {
                     self.seen.insert(
@@ -120,6 +123,7 @@ impl Claims {
                             record,
                             changed_at: now,
                             present: true,
+                            resource_version,
                         },
                     );
                 }
@@ -150,6 +154,30 @@ impl Claims {
         self.seen
             .values()
             .any(|s| (s.range.count, s.range.tag) == (layout.count(), layout.tag()) && s.live(now))
+    }
+
+    /// The shard Leases of earlier versions of `layout` (refitted cuts: same count and tag) whose
+    /// range it no longer has, not live and unchanged for `after`, with the resourceVersion seen: each
+    /// refit leaves the Leases of the ranges it moved behind, and these are deleted.
+    pub fn retired(
+        &self,
+        layout: &Layout,
+        now: Instant,
+        after: std::time::Duration,
+    ) -> Vec<(String, Option<String>)> {
+        let current: Vec<Range> = layout.shards().into_iter().map(Range::of).collect();
+        self.seen
+            .iter()
+            .filter(|(_, s)| {
+                layout.is_auto()
+                    && s.present
+                    && (s.range.count, s.range.tag) == (layout.count(), layout.tag())
+                    && !current.contains(&s.range)
+                    && !s.live(now)
+                    && now >= s.changed_at + after
+            })
+            .map(|(name, s)| (name.clone(), s.resource_version.clone()))
+            .collect()
     }
 
     /// Any live claim at all.

@@ -8,6 +8,7 @@
 //! * `plan`: the fair-share rule, pure;
 //! * `members`: the membership Leases and the live count;
 //! * `held`: one held shard, from acquisition to release or loss (`shared`: what it starts from);
+//! * `refit`: with `--shard-cuts=auto`, the record of the cuts and when to refit them;
 //! * `crate::fence`: the write fence in the controllers' clients;
 //! * `crate::shard_selector`: the `shardSelector` on the shard informers' requests.
 
@@ -15,6 +16,7 @@ mod claims;
 mod held;
 mod members;
 mod plan;
+mod refit;
 mod shared;
 mod unsharded;
 
@@ -30,6 +32,7 @@ use kube::{
 use leaderelection::{LeaderElectionConfig, LeaderElector};
 use parking_lot::Mutex;
 use serde::Serialize;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -52,8 +55,10 @@ use crate::{
 pub struct Status {
     pub identity: String,
     pub shards: u32,
-    /// `--shard-cuts` (empty: equal ranges).
+    /// `--shard-cuts`, or the refitted cuts now followed (empty: equal ranges).
     pub cuts: String,
+    /// With `--shard-cuts=auto`: the version of the cuts record followed (null: none written yet).
+    pub cuts_generation: Option<u64>,
     pub live_members: Vec<String>,
     pub target: usize,
     /// A live member runs with another `--shards`: nothing is acquired meanwhile.
@@ -82,7 +87,7 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> anyhow::Result<()> {
     let args = &shared.args;
-    let layout = &shared.layout;
+    let mut layout = shared.layout.clone();
     let count = layout.count();
     let client = shared.clients.client_for(LEADER_ELECTION)?;
     let elector = |name: String| -> anyhow::Result<Arc<LeaderElector>> {
@@ -105,8 +110,8 @@ pub async fn run(
         .config()
         .validate_fence_margin()
         .context("sharded leader election flags")?;
-    let shards: Vec<Shard> = layout.shards();
-    let electors = shards
+    let mut shards: Vec<Shard> = layout.shards();
+    let mut electors = shards
         .iter()
         .map(|s| elector(shard_lease_name(*s)))
         .collect::<anyhow::Result<Vec<_>>>()?;
@@ -119,6 +124,10 @@ pub async fn run(
     let mut acquire_after = joined;
     // Shards released because their caches did not sync, left alone until then.
     let mut avoid: BTreeMap<u32, Instant> = BTreeMap::new();
+    // With refitted cuts: the version followed, the refit under way, and when the next may start.
+    let mut record: Option<refit::Record> = None;
+    let mut refitting: Option<JoinHandle<()>> = None;
+    let mut refit_at = joined;
     tracing::info!(shards = count, cuts = %layout.cuts_text(), identity = %shared.identity, "sharing the work by namespace hash");
     loop {
         tokio::select! {
@@ -148,14 +157,40 @@ pub async fn run(
         let now = Instant::now();
         members.observe(&list, now);
         claims.observe(&list, now);
-        delete_stale_members(&leases, &members, now, args.leader_elect_lease_duration).await;
+        let ld = args.leader_elect_lease_duration;
+        delete_unchanged(&leases, members.stale(now, ld), "membership").await;
+        if layout.is_auto() {
+            match refit::Record::read(&list, count) {
+                Ok(Some(r)) if r.layout != layout => {
+                    tracing::info!(generation = r.generation, cuts = %r.layout.cuts_text(), "following refitted shard cuts");
+                    for (i, shard) in r.layout.shards().into_iter().enumerate() {
+                        if shard != shards[i] {
+                            electors[i] = elector(shard_lease_name(shard))?;
+                            shards[i] = shard;
+                            if let Some(h) = held.get(&shard.index()) {
+                                tracing::info!(shard = %h.shard, "releasing a shard whose range the refit moved");
+                                h.release.cancel();
+                            }
+                        }
+                    }
+                    layout = r.layout.clone();
+                    record = Some(r);
+                }
+                Ok(r) => record = r.or(record),
+                Err(e) => tracing::warn!("{e}; keeping the cuts followed"),
+            }
+            let after = ld * members::STALE_AFTER_LEASE_DURATIONS;
+            delete_unchanged(&leases, claims.retired(&layout, now, after), "retired shard").await;
+        }
         confirm(&shared, &mut held, &claims, listed_at, now);
         let mut free = Vec::new();
         for (shard, e) in shards.iter().zip(&electors) {
             let name = &e.config().name;
             e.observe(list.iter().find(|l| l.metadata.name.as_ref() == Some(name)))
                 .await;
+            // A shard of refitted cuts may overlap one of the old cuts still held here (draining).
             if !held.contains_key(&shard.index())
+                && !held.values().any(|h| h.shard.overlaps(*shard))
                 && !e.held_by_other().await
                 && !claims.blocks(*shard, &shared.identity, now)
             {
@@ -183,7 +218,7 @@ pub async fn run(
             free: &free,
             stable: members.stable(now, args.leader_elect_lease_duration),
             mixed,
-            serving: claims.layout_serves(layout, now) || (!claims.any_live(now) && members.first_layout()),
+            serving: claims.layout_serves(&layout, now) || (!claims.any_live(now) && members.first_layout()),
         };
         // A replica that just joined waits two rounds, so that replicas started together first see
         // each other's membership Leases instead of all taking everything.
@@ -237,6 +272,22 @@ pub async fn run(
                 h.release.cancel();
             }
         }
+        if layout.is_auto()
+            && !view.mixed
+            && view.rank == 0
+            && view.stable
+            && now >= refit_at
+            && refitting.as_ref().is_none_or(JoinHandle::is_finished)
+        {
+            refit_at = now + args.shard_refit_interval;
+            refitting = Some(tokio::spawn(refit::run(
+                shared.clients.client_for(SHARED_INFORMERS)?,
+                leases.clone(),
+                record.clone(),
+                layout.clone(),
+                shared.identity.clone(),
+            )));
+        }
         let gauges = &shared.metrics.shards;
         gauges.held.set(i64::try_from(held.len()).unwrap_or(i64::MAX));
         gauges.free.set(i64::try_from(free.len()).unwrap_or(i64::MAX));
@@ -244,13 +295,20 @@ pub async fn run(
         shared
             .health
             .round_done(args.leader_elect_lease_duration + LEADER_ELECTION_HEALTH_TOLERANCE);
-        *status.lock() = snapshot(
-            &shared,
-            &members,
-            &held,
-            plan::target(count, view.live, view.rank),
-            view.mixed,
-        );
+        *status.lock() = Status {
+            cuts: layout.cuts_text(),
+            cuts_generation: record.as_ref().map(|r| r.generation),
+            ..snapshot(
+                &shared,
+                &members,
+                &held,
+                plan::target(count, view.live, view.rank),
+                view.mixed,
+            )
+        };
+    }
+    if let Some(t) = refitting {
+        t.abort();
     }
     tracing::info!(held = held.len(), "releasing every shard");
     for h in held.values() {
@@ -293,15 +351,11 @@ async fn probe_filtering(shared: &Shared, shard: Shard) {
     }
 }
 
-/// Deletes the membership Leases of processes gone long ago (killed ones never delete their own),
-/// each only if unchanged since it was listed.
-async fn delete_stale_members(
-    leases: &Api<Lease>,
-    members: &Members,
-    now: Instant,
-    lease_duration: std::time::Duration,
-) {
-    for (name, resource_version) in members.stale(now, lease_duration) {
+/// Deletes Leases nobody will renew again (membership Leases of processes gone long ago, which
+/// killed ones never delete; shard Leases of ranges a refit retired), each only if unchanged since
+/// it was listed.
+async fn delete_unchanged(leases: &Api<Lease>, stale: Vec<(String, Option<String>)>, what: &str) {
+    for (name, resource_version) in stale {
         let dp = DeleteParams {
             preconditions: Some(Preconditions {
                 resource_version,
@@ -310,8 +364,8 @@ async fn delete_stale_members(
             ..DeleteParams::default()
         };
         match leases.delete(&name, &dp).await {
-            Ok(_) => tracing::info!(lease = %name, "deleted the membership Lease of a replica gone"),
-            Err(e) => tracing::debug!(lease = %name, "deleting a stale membership Lease: {e}"),
+            Ok(_) => tracing::info!(lease = %name, "deleted a {what} Lease nobody renews"),
+            Err(e) => tracing::debug!(lease = %name, "deleting a stale {what} Lease: {e}"),
         }
     }
 }
@@ -389,7 +443,8 @@ fn snapshot(
     Status {
         identity: shared.identity.clone(),
         shards: shared.args.shards,
-        cuts: shared.layout.cuts_text(),
+        cuts: String::new(),
+        cuts_generation: None,
         live_members: members.live_names().map(str::to_owned).collect(),
         target,
         mixed_counts: mixed,
