@@ -152,6 +152,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             metrics,
             health,
             identity,
+            pod: std::env::var("POD_NAME").ok(),
             enabled,
             fence,
             server: Arc::default(),

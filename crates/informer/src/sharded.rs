@@ -4,9 +4,12 @@
 //! has no field for it); an API server without the `ShardedListAndWatch` gate ignores it and answers
 //! with everything. So the filter runs here always: when the server did filter it drops nothing, and
 //! during an API server rollout it does not matter which server answered. Whether the server filters
-//! is only reported ([`ServerSharding`]): a list answer carrying `metadata.shardInfo`, or a streaming
-//! list whose initial events hold nothing outside the shards, says yes; a list answer without
-//! `shardInfo`, or an object outside the shards arriving, says no.
+//! is only reported ([`ServerSharding`]), and used to choose how a shard taken later reads: a list
+//! answer carrying `metadata.shardInfo` says yes, a list answer without it or an object outside the
+//! shards arriving says no, and the last such answer stands, so that a gate turned on (or off)
+//! during an API server rollout is seen. A streaming list whose initial events hold nothing outside
+//! the shards is weaker evidence (with the gate off, a kind with no objects elsewhere looks the
+//! same) and says yes only while nothing is known.
 //!
 //! Taken from kube-state-metrics' client-side filter: bookmarks carry no namespace and always pass
 //! (else the initial sync of a streaming list never ends), and a filtered list keeps its
@@ -14,7 +17,7 @@
 
 use std::sync::{
     Arc,
-    atomic::{AtomicU8, Ordering},
+    atomic::{AtomicU8, AtomicU64, Ordering},
 };
 
 use futures::{StreamExt as _, future::BoxFuture};
@@ -29,33 +32,50 @@ use crate::{
     shard::ShardSet,
 };
 
-/// What this process has seen of the API server's sharding, shared by every sharded lister-watcher.
+/// What this process has seen of the API server's sharding, shared by every sharded lister-watcher:
+/// the last definite answer, and how many unfiltered answers and objects came.
 #[derive(Debug, Default)]
-pub struct ServerSharding(AtomicU8);
+pub struct ServerSharding {
+    last: AtomicU8,
+    unfiltered: AtomicU64,
+}
 
 const UNKNOWN: u8 = 0;
 const FILTERS: u8 = 1;
 const DOES_NOT_FILTER: u8 = 2;
 
 impl ServerSharding {
-    /// `Some(true)` once a list answer carried `shardInfo`; `Some(false)` once one did not, or an
-    /// object outside the shards arrived (then it stays false: logged once per process).
+    /// What the last definite answer said: `Some(true)` for a list answer with `shardInfo`,
+    /// `Some(false)` for one without, or an object outside the shards; each change is logged.
     pub fn filters(&self) -> Option<bool> {
-        match self.0.load(Ordering::Relaxed) {
+        match self.last.load(Ordering::Relaxed) {
             FILTERS => Some(true),
             DOES_NOT_FILTER => Some(false),
             _ => None,
         }
     }
 
-    fn saw_filtered(&self) {
+    /// List answers without `shardInfo` and objects outside the shards seen so far.
+    pub fn unfiltered_seen(&self) -> u64 {
+        self.unfiltered.load(Ordering::Relaxed)
+    }
+
+    fn saw_filtered(&self, resource: &str) {
+        if self.last.swap(FILTERS, Ordering::Relaxed) == DOES_NOT_FILTER {
+            tracing::info!(%resource, "the API server shards list and watch again");
+        }
+    }
+
+    /// Weak evidence: counts only while nothing is known.
+    fn saw_nothing_outside(&self) {
         let _ = self
-            .0
+            .last
             .compare_exchange(UNKNOWN, FILTERS, Ordering::Relaxed, Ordering::Relaxed);
     }
 
     fn saw_unfiltered(&self, resource: &str) {
-        if self.0.swap(DOES_NOT_FILTER, Ordering::Relaxed) != DOES_NOT_FILTER {
+        self.unfiltered.fetch_add(1, Ordering::Relaxed);
+        if self.last.swap(DOES_NOT_FILTER, Ordering::Relaxed) != DOES_NOT_FILTER {
             tracing::warn!(
                 %resource,
                 "the API server does not shard list and watch (gate ShardedListAndWatch off, or older); \
@@ -99,7 +119,7 @@ where
         Box::pin(async move {
             let mut list = self.inner.list(params).await?;
             if list.metadata.shard_info.is_some() {
-                self.server.saw_filtered();
+                self.server.saw_filtered(&self.resource);
             } else {
                 self.server.saw_unfiltered(&self.resource);
             }
@@ -135,7 +155,7 @@ where
                         Ok(WatchEvent::Bookmark(b)) => {
                             if !dropped && b.metadata.annotations.contains_key(INITIAL_EVENTS_END_ANNOTATION)
                             {
-                                server.saw_filtered();
+                                server.saw_nothing_outside();
                             }
                             true
                         }
@@ -302,5 +322,28 @@ mod tests {
             matches!(&got[..], [WatchEvent::Added(p), WatchEvent::Bookmark(_)] if p.metadata.name.as_deref() == Some("a"))
         );
         assert_eq!(server.filters(), Some(false));
+    }
+
+    #[tokio::test]
+    async fn the_last_list_answer_stands_and_a_streaming_list_only_fills_a_blank() {
+        let (mine, _) = namespaces();
+        let (unfiltered, server) = filtered(list_of(vec![pod(&mine, "a")], false), vec![]);
+        unfiltered.list(&ListParams::default()).await.unwrap();
+        assert_eq!((server.filters(), server.unfiltered_seen()), (Some(false), 1));
+        server.saw_nothing_outside();
+        assert_eq!(
+            server.filters(),
+            Some(false),
+            "weak evidence does not overturn an answer"
+        );
+        // The gate turned on: the next list answer carries shardInfo.
+        let shards = ShardSet::one(Shard::new(0, 2).unwrap());
+        let canned = Canned {
+            list: list_of(vec![pod(&mine, "a")], true),
+            events: vec![],
+        };
+        let lw = ShardFiltered::new(canned, shards, server.clone(), "pods");
+        lw.list(&ListParams::default()).await.unwrap();
+        assert_eq!((server.filters(), server.unfiltered_seen()), (Some(true), 1));
     }
 }

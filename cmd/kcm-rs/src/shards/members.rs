@@ -1,5 +1,5 @@
-//! Who else is sharing the work: each replica keeps a membership Lease, `kcm-rs-member-<layout>-<id>`
-//! (the layout: `12`, or `12c0a1b2c3d` with cuts of its own),
+//! Who else is sharing the work: each replica keeps a membership Lease, `kcm-rs-member-<layout>-<pod>`
+//! (the layout: `12`, or `12c0a1b2c3d` with cuts of its own; outside a pod a hash of the identity),
 //! renewed every retry period by an elector of its own; every replica lists them and counts the live
 //! ones. A member is live while its record keeps changing, judged by the elector's rule (local time
 //! since this replica saw the record change, plus the record's lease duration), never by the remote
@@ -14,9 +14,22 @@ use tokio::time::{Duration, Instant};
 /// Every membership Lease's name starts with this.
 pub const MEMBER_PREFIX: &str = "kcm-rs-member-";
 
-/// The membership Lease of `identity` running with `layout` (`informer::Layout`'s display). The
-/// identity is hashed: it is `hostname_<random>` and may not fit a Lease name.
-pub fn member_lease_name(layout: &str, identity: &str) -> String {
+/// The longest object name the API server takes (a DNS subdomain).
+const NAME_MAX: usize = 253;
+
+/// The membership Lease of a replica running with `layout` (`informer::Layout`'s display): named
+/// after its pod (`POD_NAME`, from the downward API) when it runs in one, so that `kubectl get
+/// leases` says whose it is and a restarted container takes its pod's Lease back (once the last
+/// container's record expires) instead of adding one; else after a hash of `identity`, which is
+/// `hostname_<random>` and may not fit a Lease name (several processes on one host, as in the e2e
+/// suites, each get their own).
+pub fn member_lease_name(layout: &str, identity: &str, pod: Option<&str>) -> String {
+    if let Some(pod) = pod.filter(|p| !p.is_empty()) {
+        let name = format!("{MEMBER_PREFIX}{layout}-{pod}");
+        if name.len() <= NAME_MAX {
+            return name;
+        }
+    }
     format!(
         "{MEMBER_PREFIX}{layout}-{:016x}",
         informer::fnv1a64(identity.as_bytes())
@@ -187,8 +200,8 @@ mod tests {
     #[test]
     fn a_member_is_live_until_its_record_stops_changing_for_a_lease_duration() {
         let t = Instant::now();
-        let own = member_lease_name("12", "a");
-        let other = member_lease_name("12", "b");
+        let own = member_lease_name("12", "a", None);
+        let other = member_lease_name("12", "b", None);
         let mut m = Members::new(own.clone(), "12", t);
         m.observe(&[lease(&own, "a", 1), lease(&other, "b", 1)], t);
         assert_eq!(m.live(), 2);
@@ -215,8 +228,8 @@ mod tests {
     #[test]
     fn a_released_member_leaves_at_once_and_a_vanished_one_is_forgotten() {
         let t = Instant::now();
-        let own = member_lease_name("12", "a");
-        let other = member_lease_name("12", "b");
+        let own = member_lease_name("12", "a", None);
+        let other = member_lease_name("12", "b", None);
         let mut m = Members::new(own.clone(), "12", t);
         m.observe(&[lease(&other, "b", 1)], t);
         assert_eq!(m.live(), 2);
@@ -229,8 +242,8 @@ mod tests {
     #[test]
     fn a_member_lease_unchanged_for_ten_lease_durations_is_stale() {
         let t = Instant::now();
-        let own = member_lease_name("12", "a");
-        let gone = member_lease_name("12", "b");
+        let own = member_lease_name("12", "a", None);
+        let gone = member_lease_name("12", "b", None);
         let mut m = Members::new(own.clone(), "12", t);
         m.observe(&[lease(&own, "a", 1), lease(&gone, "b", 1)], t);
         assert!(m.stale(t + LD * 9, LD).is_empty());
@@ -242,18 +255,36 @@ mod tests {
     #[test]
     fn a_live_member_with_another_count_is_seen() {
         let t = Instant::now();
-        let mut m = Members::new(member_lease_name("12", "a"), "12", t);
+        let mut m = Members::new(member_lease_name("12", "a", None), "12", t);
         assert!(!m.mixed());
-        m.observe(&[lease(&member_lease_name("8", "b"), "b", 1)], t);
+        m.observe(&[lease(&member_lease_name("8", "b", None), "b", 1)], t);
         assert!(m.mixed());
-        assert_eq!(layout_of(&member_lease_name("8", "b")), Some("8"));
+        assert_eq!(layout_of(&member_lease_name("8", "b", None)), Some("8"));
         assert_eq!(
-            layout_of(&member_lease_name("8c0a1b2c3d", "b")),
+            layout_of(&member_lease_name("8c0a1b2c3d", "b", None)),
             Some("8c0a1b2c3d")
         );
         // Same count, other cuts: another layout too.
-        let mut m = Members::new(member_lease_name("12", "a"), "12", t);
-        m.observe(&[lease(&member_lease_name("12c0a1b2c3d", "b"), "b", 1)], t);
+        let mut m = Members::new(member_lease_name("12", "a", None), "12", t);
+        m.observe(&[lease(&member_lease_name("12c0a1b2c3d", "b", None), "b", 1)], t);
         assert!(m.mixed());
+    }
+
+    #[test]
+    fn a_member_lease_is_named_after_its_pod_when_it_has_one() {
+        assert_eq!(
+            member_lease_name("12", "kcm-rs-7d9f_ab", Some("kcm-rs-7d9f-x2k")),
+            "kcm-rs-member-12-kcm-rs-7d9f-x2k"
+        );
+        assert_eq!(
+            layout_of(&member_lease_name("12c0000000a", "i", Some("kcm-rs-0"))),
+            Some("12c0000000a")
+        );
+        let long = "p".repeat(250);
+        for pod in [None, Some(""), Some(long.as_str())] {
+            let name = member_lease_name("12", "host_1", pod);
+            assert_eq!(name, member_lease_name("12", "host_1", None), "{pod:?}");
+            assert!(name.len() <= NAME_MAX);
+        }
     }
 }

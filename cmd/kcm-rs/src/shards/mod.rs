@@ -49,6 +49,10 @@ use crate::{
     shard_selector::SelectorLayer,
 };
 
+/// While the API server is not known to filter by shard, a replica asks again this often, so that
+/// shards taken after the gate was turned on read with their own selector again.
+const PROBE_AGAIN_AFTER: Duration = Duration::from_secs(60);
+
 /// What `/debug/shards` shows.
 #[derive(Debug, Default, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -63,8 +67,10 @@ pub struct Status {
     pub target: usize,
     /// A live member runs with another `--shards`: nothing is acquired meanwhile.
     pub mixed_counts: bool,
-    /// Whether the API server filters by shard (null: not known yet).
+    /// Whether the API server filters by shard, by its last definite answer (null: not known yet).
     pub server_filters: Option<bool>,
+    /// List answers without `shardInfo` and objects outside the shards seen so far.
+    pub unfiltered_seen: u64,
     pub held: Vec<HeldStatus>,
 }
 
@@ -104,7 +110,7 @@ pub async fn run(
             LeaderElector::new(client.clone(), cfg).context("leader election flags")?,
         ))
     };
-    let member_name = member_lease_name(&layout.to_string(), &shared.identity);
+    let member_name = member_lease_name(&layout.to_string(), &shared.identity, shared.pod.as_deref());
     let member = elector(member_name.clone())?;
     member
         .config()
@@ -128,6 +134,8 @@ pub async fn run(
     let mut record: Option<refit::Record> = None;
     let mut refitting: Option<JoinHandle<()>> = None;
     let mut refit_at = joined;
+    // When to ask the API server again whether it filters by shard (every round while unknown).
+    let mut probe_at = joined;
     tracing::info!(shards = count, cuts = %layout.cuts_text(), identity = %shared.identity, "sharing the work by namespace hash");
     loop {
         tokio::select! {
@@ -137,13 +145,17 @@ pub async fn run(
         if member.try_lead().await.is_none() {
             tracing::warn!("could not renew this replica's membership Lease");
         }
-        if shared.server.filters().is_none() {
+        if shared.server.filters() != Some(true) && Instant::now() >= probe_at {
+            probe_at = Instant::now() + PROBE_AGAIN_AFTER;
             let probe = probe_filtering(&shared, shards[0]);
             if tokio::time::timeout(args.leader_elect_retry_period, probe)
                 .await
                 .is_err()
             {
                 tracing::warn!("asking whether the API server filters by shard: no answer in time");
+            }
+            if shared.server.filters().is_none() {
+                probe_at = Instant::now();
             }
         }
         let listed_at = Instant::now();
@@ -185,12 +197,17 @@ pub async fn run(
         confirm(&shared, &mut held, &claims, listed_at, now);
         let mut free = Vec::new();
         for (shard, e) in shards.iter().zip(&electors) {
+            // A held shard's elector knows its Lease from its own renewals; observing it here would
+            // wait for the elector's lock through a renewal PUT, and a round of such waits could
+            // outlast a lease duration (review finding S2(b)).
+            if held.contains_key(&shard.index()) {
+                continue;
+            }
             let name = &e.config().name;
             e.observe(list.iter().find(|l| l.metadata.name.as_ref() == Some(name)))
                 .await;
             // A shard of refitted cuts may overlap one of the old cuts still held here (draining).
-            if !held.contains_key(&shard.index())
-                && !held.values().any(|h| h.shard.overlaps(*shard))
+            if !held.values().any(|h| h.shard.overlaps(*shard))
                 && !e.held_by_other().await
                 && !claims.blocks(*shard, &shared.identity, now)
             {
@@ -326,9 +343,10 @@ pub async fn run(
     Ok(())
 }
 
-/// Asks the API server whether it filters by shard, before the first shard is held: a one-pod LIST
-/// with a `shardSelector` carries `shardInfo` only if it does. A shard held while this is unknown
-/// reads from the replica-wide caches, which is right either way.
+/// Asks the API server whether it filters by shard, before the first shard is held and then every
+/// [`PROBE_AGAIN_AFTER`] while it does not: a one-pod LIST with a `shardSelector` carries
+/// `shardInfo` only if it does. A shard held while this is unknown reads from the replica-wide
+/// caches, which is right either way.
 async fn probe_filtering(shared: &Shared, shard: Shard) {
     let set = ShardSet::one(shard);
     let client = match shared
@@ -449,6 +467,7 @@ fn snapshot(
         target,
         mixed_counts: mixed,
         server_filters: shared.server.filters(),
+        unfiltered_seen: shared.server.unfiltered_seen(),
         held: held
             .values()
             .map(|h| HeldStatus {

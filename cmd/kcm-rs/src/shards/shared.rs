@@ -49,6 +49,8 @@ pub struct Shared {
     pub metrics: Metrics,
     pub health: Arc<Health>,
     pub identity: String,
+    /// `POD_NAME` (downward API), when running in a pod: the membership Lease is named after it.
+    pub pod: Option<String>,
     pub enabled: Vec<&'static str>,
     pub resync_period: Option<Duration>,
     pub fence: Arc<WriteFence>,
