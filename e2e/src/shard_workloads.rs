@@ -9,7 +9,7 @@ use std::{
     time::Duration,
 };
 
-use informer::{Layout, Shard};
+use informer::Layout;
 use k8s_openapi::api::{
     apps::v1::{Deployment, ReplicaSet},
     batch::v1::Job,
@@ -256,13 +256,7 @@ pub async fn spread_layout(cluster: &Cluster, layout: &Layout, want: &[usize]) {
 }
 
 /// The Lease of `shard`, as kcm-rs names it (a layout with cuts of its own adds the range).
-pub fn shard_lease_name(shard: Shard) -> String {
-    if shard.tag() == 0 {
-        format!("kcm-rs-shard-{shard}")
-    } else {
-        format!("kcm-rs-shard-{shard}-{:016x}-{:x}", shard.start(), shard.end())
-    }
-}
+pub use sharding::shard_lease_name;
 
 /// For a refitted layout among `layouts` (`--shard-cuts=auto`): the shard Leases of every version
 /// the audit log names whose range holds `ns`, read from their names, since the versions written

@@ -27,11 +27,11 @@ use kube::{
     client::{Body, ClientBuilder},
     config::{InferConfigError, KubeConfigOptions, Kubeconfig, KubeconfigError},
 };
+use sharding::{FenceLayer, Fenced, WriteFence};
 use tower::{Layer, Service};
 
 use crate::{
     edit::{Edit, Edited},
-    fence::{FenceLayer, Fenced, WriteFence},
     flags::Args,
     guard::{Guard, Guarded},
     retry::{Retry, RetryLayer},

@@ -418,7 +418,7 @@ mod tests {
 pub enum ShardCuts {
     /// These cuts, for good.
     Fixed(informer::Layout),
-    /// Refitted online (`shards::refit`).
+    /// Refitted online (`sharding`, `refit`).
     Auto,
 }
 

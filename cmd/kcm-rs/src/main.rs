@@ -17,7 +17,6 @@ mod client;
 mod controllers;
 mod duration;
 mod edit;
-mod fence;
 mod flags;
 mod guard;
 mod job_metrics;
@@ -26,11 +25,9 @@ mod metrics;
 mod retry;
 mod server;
 mod serving_flags;
-mod shard_plan;
+mod shard_host;
 mod shard_selector;
 mod shard_series;
-mod shards;
-mod suspended;
 mod transport;
 
 use std::{process::ExitCode, sync::Arc};
@@ -116,10 +113,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (mut clients, delegation) = connect(&args).await?;
     if args.print_shard_cuts {
         anyhow::ensure!(args.shards > 1, "--print-shard-cuts needs --shards of 2 or more");
-        shard_plan::print(args.shards, clients.client_for(SHARED_INFORMERS)?).await?;
+        sharding::print_cuts(args.shards, clients.client_for(SHARED_INFORMERS)?).await?;
         return Ok(ExitCode::SUCCESS);
     }
-    let fence = (args.shards > 1).then(|| Arc::new(fence::WriteFence::new()));
+    let fence = (args.shards > 1).then(|| Arc::new(sharding::WriteFence::new()));
     if let Some(f) = &fence {
         clients = clients.sharded(f.clone(), &identity);
     }
@@ -143,21 +140,29 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     tracing::info!(%identity, "identity");
     if let (Some(fence), Some(status)) = (fence, shard_status) {
-        let shared = Arc::new(shards::Shared {
-            resync_period: flags::resync_period(args.min_resync_period, rand::rng().random::<f64>()),
-            caches: Arc::new(informer::WatchCaches::new(Arc::new(metrics.clone()))),
+        let config = sharding::Config {
+            identity: identity.clone(),
+            pod: std::env::var("POD_NAME").ok(),
+            namespace: args.leader_elect_resource_namespace.clone(),
+            unsharded_lock: args.leader_elect_resource_name.clone(),
+            lease_duration: args.leader_elect_lease_duration,
+            renew_deadline: args.leader_elect_renew_deadline,
+            retry_period: args.leader_elect_retry_period,
             layout,
+            refit_interval: args.shard_refit_interval,
+            drain_timeout: controllers::SHUTDOWN_TIMEOUT,
+        };
+        let caches = Arc::new(informer::WatchCaches::new(Arc::new(metrics.clone())));
+        let host = Arc::new(shard_host::Host {
+            resync_period: flags::resync_period(args.min_resync_period, rand::rng().random::<f64>()),
             args: Arc::new(args),
             clients,
             metrics,
             health,
             identity,
-            pod: std::env::var("POD_NAME").ok(),
             enabled,
-            fence,
-            server: Arc::default(),
         });
-        shards::run(shared, status, cancel).await?;
+        sharding::run(config, host, fence, caches, status, cancel).await?;
         stop_serving(server, &server_cancel).await;
         return Ok(ExitCode::SUCCESS);
     }
@@ -256,7 +261,7 @@ async fn serve(
     health: &Arc<Health>,
     metrics: &Metrics,
     shadow: Option<&Arc<ShadowState>>,
-    shards: Option<&Arc<parking_lot::Mutex<shards::Status>>>,
+    shards: Option<&Arc<parking_lot::Mutex<sharding::Status>>>,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Option<ServerTask>> {
     let Some(config) = args.serving.config(delegation) else {
@@ -276,7 +281,7 @@ async fn serve(
 /// How this process leads once [`elect`] returns.
 enum Leader {
     /// Under a lease the elector keeps renewing, while no shard Lease is claimed.
-    Lease(Arc<LeaderElector>, Box<shards::Exclusion>),
+    Lease(Arc<LeaderElector>, Box<sharding::Exclusion>),
     /// With nothing to renew: no election, shadow mode, or a leader-for-life lock.
     Unchallenged,
 }
@@ -309,7 +314,7 @@ async fn elect(
             cfg.release_on_cancel = args.leader_elect_release_on_cancel;
             let e = Arc::new(LeaderElector::new(client.clone(), cfg).context("leader election flags")?);
             health.set_elector(e.clone());
-            let mut exclusion = Box::new(shards::Exclusion::new(&e, client));
+            let mut exclusion = Box::new(sharding::Exclusion::new(&e, client));
             Ok(exclusion
                 .acquire(&e, cancel)
                 .await

@@ -10,7 +10,9 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use super::*;
-use crate::{client::Clients, fence::WriteFence};
+use sharding::WriteFence;
+
+use crate::client::Clients;
 
 fn answer(status: u16, retry_after: Option<&'static str>) -> Response<()> {
     let mut resp = Response::new(());

@@ -15,7 +15,7 @@ use leaderelection::LeaderElector;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::{metrics::Metrics, shards};
+use crate::metrics::Metrics;
 
 /// How long past the lease duration a leader may go without renewing before /healthz fails
 /// (kube-controller-manager: 20 s).
@@ -105,7 +105,7 @@ struct AppState {
     health: Arc<Health>,
     metrics: Metrics,
     shadow: Option<Arc<ShadowState>>,
-    shards: Option<Arc<Mutex<shards::Status>>>,
+    shards: Option<Arc<Mutex<sharding::Status>>>,
 }
 
 /// Serves until `cancel` fires.
@@ -114,7 +114,7 @@ pub async fn serve(
     health: Arc<Health>,
     metrics: Metrics,
     shadow: Option<Arc<ShadowState>>,
-    shards: Option<Arc<Mutex<shards::Status>>>,
+    shards: Option<Arc<Mutex<sharding::Status>>>,
     cancel: CancellationToken,
 ) -> Result<(), secure_serving::ServingError> {
     let app = Router::new()

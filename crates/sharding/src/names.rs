@@ -1,10 +1,7 @@
-//! What every held shard is started from, shared by the manager and the held shards.
+//! The names of shard Leases, which carry what each claims: any replica, of any layout, reads the
+//! range a claim covers from the name alone.
 
-use std::{sync::Arc, time::Duration};
-
-use informer::{Layout, ServerSharding, Shard, WatchCaches};
-
-use crate::{client::Clients, fence::WriteFence, flags::Args, metrics::Metrics, server::Health};
+use informer::Shard;
 
 /// Every shard Lease's name starts with this.
 const SHARD_PREFIX: &str = "kcm-rs-shard-";
@@ -40,27 +37,10 @@ pub fn shard_of_lease_name(name: &str) -> Option<Shard> {
     }
 }
 
-/// What every held shard is started from.
-pub struct Shared {
-    pub args: Arc<Args>,
-    /// `--shards`, cut as `--shard-cuts` says.
-    pub layout: Layout,
-    pub clients: Clients,
-    pub metrics: Metrics,
-    pub health: Arc<Health>,
-    pub identity: String,
-    /// `POD_NAME` (downward API), when running in a pod: the membership Lease is named after it.
-    pub pod: Option<String>,
-    pub enabled: Vec<&'static str>,
-    pub resync_period: Option<Duration>,
-    pub fence: Arc<WriteFence>,
-    pub server: Arc<ServerSharding>,
-    /// One list-and-watch per kind for every held shard, when the API server does not filter.
-    pub caches: Arc<WatchCaches>,
-}
-
 #[cfg(test)]
 mod tests {
+    use informer::Layout;
+
     use super::*;
 
     #[test]

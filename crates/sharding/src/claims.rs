@@ -16,7 +16,7 @@ use informer::{Layout, Shard};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use tokio::time::Instant;
 
-use super::shared::shard_of_lease_name;
+use crate::names::shard_of_lease_name;
 
 /// The whole hash space, `[0, 2^64)`.
 const ALL: Range = Range {

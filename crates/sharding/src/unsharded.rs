@@ -14,9 +14,10 @@ use leaderelection::LeaderElector;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::claims::Claims;
+use crate::claims::Claims;
 
 /// The Leases of the election namespace and what has been seen of them.
+#[derive(Debug)]
 pub struct Exclusion {
     leases: Api<Lease>,
     claims: Claims,

@@ -3,7 +3,7 @@
 //! comparison. Run once by an operator (it lists every pod's metadata); the cuts then go into the
 //! replicas' arguments. A change of cuts is a change of layout, handed over as one of `--shards`.
 //! With `--shard-cuts=auto` the replicas weigh the namespaces the same way themselves
-//! (`shards::refit`).
+//! (`refit`).
 
 use std::collections::BTreeMap;
 
@@ -15,13 +15,22 @@ use k8s_openapi::{
 use kube::{Api, Resource, api::ListParams};
 use serde::de::DeserializeOwned;
 
+/// Why the cuts could not be printed.
+#[derive(Debug, thiserror::Error)]
+pub enum PrintError {
+    #[error("listing the namespaces and pods: {0}")]
+    List(#[from] kube::Error),
+    #[error(transparent)]
+    Layout(#[from] informer::LayoutError),
+}
+
 /// Each namespace weighs its pods plus this, so that namespaces without pods (yet) spread too.
 const NAMESPACE_WEIGHT: u64 = 1;
 /// Page size of the metadata lists (client-go's pager default).
 const PAGE: u32 = 500;
 
 /// Prints `--shards=N --shard-cuts=…` and a table of namespaces and pods per shard.
-pub async fn print(count: u32, client: kube::Client) -> anyhow::Result<()> {
+pub async fn print_cuts(count: u32, client: kube::Client) -> Result<(), PrintError> {
     let pods = pods_by_namespace(&client, true).await?;
     let fitted = Layout::fit(count, weights(&pods))?;
     let equal = Layout::equal(count)?;

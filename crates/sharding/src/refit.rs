@@ -26,7 +26,7 @@ use informer::{Layout, LayoutError};
 use k8s_openapi::{api::coordination::v1::Lease, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 use kube::{Api, api::PostParams};
 
-use crate::shard_plan;
+use crate::weights;
 
 /// Every record's name starts with this; the shard count follows.
 const RECORD_PREFIX: &str = "kcm-rs-shard-cuts-";
@@ -119,14 +119,14 @@ pub async fn run(
     current: Layout,
     identity: String,
 ) {
-    let pods = match shard_plan::pods_by_namespace(&client, false).await {
+    let pods = match weights::pods_by_namespace(&client, false).await {
         Ok(p) => p,
         Err(e) => {
             tracing::warn!("weighing the namespaces to refit the shard cuts: {e}");
             return;
         }
     };
-    let weighted = shard_plan::weights(&pods);
+    let weighted = weights::weights(&pods);
     let Some(next) = decide(&current, &weighted) else {
         tracing::debug!(loads = ?current.loads(&weighted), "the shard cuts are in balance");
         return;
@@ -213,7 +213,7 @@ mod tests {
         let apps = (1..=100).map(|i| (format!("app-{i}"), 6));
         let system = ["kube-system", "default", "kube-public", "kube-node-lease"].map(|n| (n.to_owned(), 3));
         let pods: BTreeMap<String, u64> = teams.chain(apps).chain(system).collect();
-        let weighted = shard_plan::weights(&pods);
+        let weighted = weights::weights(&pods);
         let next = decide(&Layout::auto(12, None).unwrap(), &weighted).expect("crowded: refit");
         let mut loads = next.loads(&weighted);
         loads.sort_unstable();

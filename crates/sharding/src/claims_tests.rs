@@ -56,7 +56,7 @@ fn a_layout_with_cuts_of_its_own_is_another_layout_by_its_ranges() {
     let t = Instant::now();
     let cut = informer::Layout::parse_cuts("0x0000000000000010,0x8000000000000000").unwrap();
     let mut c = Claims::new(UNSHARDED);
-    let name = super::super::shared::shard_lease_name(cut.shards()[1]);
+    let name = crate::names::shard_lease_name(cut.shards()[1]);
     c.observe(&[lease(&name, Some("a"), 1, 15)], t);
     // [0x10, 2^63) overlaps both halves' first one only; the same count with equal cuts is not it.
     assert!(c.blocks(shard(0, 2), "b", t));

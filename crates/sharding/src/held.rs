@@ -18,20 +18,15 @@
 
 use std::{sync::Arc, time::Duration};
 
-use controller::Started;
 use informer::{Shard, ShardSet};
 use leaderelection::LeaderElector;
 use parking_lot::Mutex;
 use tokio::{task::JoinHandle, time::Instant};
 use tokio_util::sync::CancellationToken;
 
-use super::shared::Shared;
 use crate::{
-    client::SHARED_INFORMERS,
-    controllers::{self, SHUTDOWN_TIMEOUT},
-    metric_labels::NameLabel,
-    metrics::Metrics,
-    shard_selector::SelectorLayer,
+    host::{Reads, Running, ShardStart},
+    manager::Shared,
 };
 
 /// A shard this replica holds, as the manager sees it.
@@ -144,28 +139,24 @@ async fn hold(
     shared
         .fence
         .renewed(shard, won_at + cfg.renew_deadline, suspended);
-    let lease = NameLabel {
-        name: cfg.name.clone(),
-    };
-    shared.metrics.leader.get_or_create(&lease).set(1);
+    shared.host.leading(&cfg.name, true);
     tracing::info!(%shard, selector = %shard.selector(), "holding shard");
     let token = CancellationToken::new();
-    let metrics = shared.metrics.for_shard(shard.to_string());
-    let running = match start_controllers(&shared, shard, h.cached, &metrics, &token) {
+    let Running {
+        controllers: mut running,
+        on_stop,
+    } = match start_controllers(&shared, shard, h.cached, &token) {
         Ok(r) => r,
         Err(e) => {
-            tracing::error!(%shard, "cannot start the shard's controllers: {e:#}; releasing it");
-            Vec::new()
+            tracing::error!(%shard, "cannot start the shard's controllers: {e}; releasing it");
+            Running {
+                controllers: Vec::new(),
+                on_stop: Box::new(|| {}),
+            }
         }
     };
     let checks: Vec<_> = running.iter().map(|c| c.synced.clone()).collect();
     shared.fence.caches(shard, checks.clone());
-    for c in &running {
-        let synced = c.synced.clone();
-        shared
-            .health
-            .add_controller(&format!("{}/{shard}", c.name), move || synced());
-    }
     let watch_synced = {
         let flag = synced_flag.clone();
         let token = token.clone();
@@ -189,7 +180,6 @@ async fn hold(
             tracing::info!(%shard, "shard's caches synced; writes open");
         })
     };
-    let mut running = running;
     let end = if running.is_empty() {
         End::Released(won_at)
     } else {
@@ -203,7 +193,7 @@ async fn hold(
             let tasks = futures::future::join_all(running.iter_mut().map(|c| &mut c.task));
             let never = CancellationToken::new();
             tokio::select! {
-                done = tokio::time::timeout(SHUTDOWN_TIMEOUT, tasks) => done.is_ok(),
+                done = tokio::time::timeout(shared.config.drain_timeout, tasks) => done.is_ok(),
                 // Lost while draining: stop at once, as below.
                 _ = renew(&h, last, &never) => false,
             }
@@ -238,9 +228,8 @@ async fn hold(
             tracing::error!(%shard, "shard lease not renewed within the renew deadline; stopped its controllers without draining");
         }
     }
-    shared.health.remove_controllers(&format!("/{shard}"));
-    shared.metrics.leader.get_or_create(&lease).set(0);
-    metrics.remove_shard_series();
+    on_stop();
+    shared.host.leading(&cfg.name, false);
 }
 
 /// Renews every retry period until released (Released, with the last success's start) or no renewal
@@ -284,40 +273,24 @@ fn fence_open(shared: &Shared, shard: Shard) -> controller::StartGate {
     Arc::new(move || fence.shard_open(shard, Instant::now()).is_ok())
 }
 
-/// The enabled controllers on informers of this shard only: read with the shard's selector from the
+/// The host's controllers on informers of this shard only: read with the shard's selector from the
 /// API server, or (`cached`) from views of the replica-wide caches.
 fn start_controllers(
     shared: &Shared,
     shard: Shard,
     cached: bool,
-    metrics: &Metrics,
     token: &CancellationToken,
-) -> anyhow::Result<Vec<Started>> {
-    let set = ShardSet::one(shard);
-    let factory = if !cached {
-        let client = shared
-            .clients
-            .client_with(SHARED_INFORMERS, SelectorLayer::new(&set.selector()))?;
-        controllers::informer_factory(&shared.args, client, metrics).with_shards(set, shared.server.clone())
-    } else {
-        // Each shard's own request would carry the whole kind: read views of one instead.
-        let client = shared.clients.client_for(SHARED_INFORMERS)?;
-        controllers::informer_factory(&shared.args, client, metrics)
-            .with_shards(set, shared.server.clone())
-            .with_watch_caches(shared.caches.clone())
-    };
-    let cx = controllers::StartContext {
-        args: &shared.args,
-        factory: &factory,
-        clients: &shared.clients,
-        metrics,
-        identity: &shared.identity,
-        resync_period: shared.resync_period,
-        shadow: None,
-        start_gate: Some(fence_open(shared, shard)),
+) -> Result<Running, crate::HostError> {
+    shared.host.start(ShardStart {
+        shard,
+        set: ShardSet::one(shard),
+        server: shared.server.clone(),
+        reads: if cached {
+            Reads::Cached(shared.caches.clone())
+        } else {
+            Reads::Selector
+        },
+        gate: fence_open(shared, shard),
         cancel: token,
-    };
-    let running = controllers::start(&shared.enabled, &cx)?;
-    factory.start(token);
-    Ok(running)
+    })
 }

@@ -163,7 +163,7 @@ impl World {
 
 /// Whether `r`'s claims keep it from `name` (the rule under test).
 fn blocked(r: &Replica, name: &str, now: Instant) -> bool {
-    match crate::shards::shared::shard_of_lease_name(name) {
+    match crate::names::shard_of_lease_name(name) {
         Some(s) => r.claims.blocks(s, r.id, now),
         None => r.claims.any_shard_claim(r.id, now),
     }
@@ -284,7 +284,7 @@ fn successors(w: &World, base: Instant, check: bool) -> Vec<World> {
 
 /// Two replicas whose open fences cover one hash, if any.
 fn violation(w: &World) -> Option<String> {
-    let range = |name: &str| match crate::shards::shared::shard_of_lease_name(name) {
+    let range = |name: &str| match crate::names::shard_of_lease_name(name) {
         Some(s) => (s.start(), s.end()),
         None => (0, 1u128 << 64),
     };
