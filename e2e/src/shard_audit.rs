@@ -101,7 +101,8 @@ pub fn check_writes_within_terms(
             continue;
         };
         let name = object["name"].as_str().unwrap_or_default();
-        if object["resource"] == "leases" && namespace == "kube-system" && name.starts_with("kcm-rs-shard-") {
+        // Shard Leases, and the unsharded lock (`kcm-rs…`), whose terms cover every namespace.
+        if object["resource"] == "leases" && namespace == "kube-system" && name.starts_with("kcm-rs") {
             let code = event["responseStatus"]["code"].as_u64().unwrap_or(0);
             if (200..300).contains(&code) {
                 let holder = event["requestObject"]["spec"]["holderIdentity"]

@@ -306,6 +306,18 @@ pub fn writes_within_terms(
     names: &[String],
     layouts: &[Layout],
 ) -> crate::AuditSummary {
+    writes_within_terms_or_lock(cluster, identities, names, layouts, None)
+}
+
+/// [`writes_within_terms`] where the unsharded lock `lock` (`--leader-elect-resource-name`) also
+/// covers every namespace: the writes of an unsharded leader beside the sharded layouts.
+pub fn writes_within_terms_or_lock(
+    cluster: &Cluster,
+    identities: &[String],
+    names: &[String],
+    layouts: &[Layout],
+    lock: Option<&str>,
+) -> crate::AuditSummary {
     let path = cluster.run_dir.join("logs/audit-writes.log");
     let log = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let leases_of = |ns: &str| -> Vec<String> {
@@ -316,6 +328,7 @@ pub fn writes_within_terms(
             .iter()
             .map(|l| shard_lease_name(l.shard_of_namespace(ns)))
             .chain(refitted_leases(&log, layouts, ns))
+            .chain(lock.map(str::to_owned))
             .collect()
     };
     let summary = crate::check_writes_within_terms(&log, identities, leases_of)

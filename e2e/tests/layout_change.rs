@@ -16,7 +16,7 @@ use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     shard_workloads::{
         GateGuard, converged_exactly, create_workloads, delete_namespaces, gates, identity, pod_recorder,
-        scale, writes_within_terms,
+        scale, writes_within_terms_or_lock,
     },
     wait_for,
 };
@@ -55,6 +55,7 @@ async fn layout_changes(gate: &str) {
 
     let unsharded = spawn("unsharded-1", 1);
     unsharded.wait_log(ACQUIRED, Duration::from_secs(60)).await;
+    let first_leader = identity(&unsharded);
     join_all(names.iter().map(|ns| create_workloads(&cluster, ns))).await;
 
     // unsharded → 4: the sharded replica waits while the lock is held.
@@ -83,7 +84,7 @@ async fn layout_changes(gate: &str) {
         "a --shards=6 replica took shards beside a serving --shards=4 one"
     );
     assert_eq!(held(&four), 4);
-    let identities = vec![identity(&four), identity(&six)];
+    let mut identities = vec![first_leader, identity(&four), identity(&six)];
     let t = tokio::time::Instant::now();
     assert!(four.stop().success());
     holders(&cluster, 6, &[&six]).await;
@@ -105,13 +106,19 @@ async fn layout_changes(gate: &str) {
     converged_exactly(&cluster, &seen, &names).await;
     drop(pods);
     stop_pods.cancel();
-    // The unsharded process's User-Agent names no identity; its writes are bounded by the waits
-    // asserted above.
-    let summary = writes_within_terms(&cluster, &identities, &names, &[equal(4), equal(6)]);
-    assert!(
-        summary.writes.len() == 2,
-        "both sharded layouts wrote: {summary:?}"
+    // Every replica's writes, the unsharded leaders' too (their lock covers every namespace).
+    identities.push(identity(&back));
+    let lock_name = lock.trim_start_matches("--leader-elect-resource-name=");
+    let summary = writes_within_terms_or_lock(
+        &cluster,
+        &identities,
+        &names,
+        &[equal(4), equal(6)],
+        Some(lock_name),
     );
+    for (who, id) in ["unsharded-1", "four", "six"].iter().zip(&identities) {
+        assert!(summary.writes.contains_key(id), "{who} wrote: {summary:?}");
+    }
 
     drop(back);
     delete_namespaces(&cluster, &names).await;

@@ -4,9 +4,9 @@
 //! Each client has its own `--kube-api-qps`/`--kube-api-burst` token bucket and its own request
 //! queue, as each client-go clientset KCM builds from its rest config has its own rate limiter: a
 //! burst of pod creates then waits behind itself, not in front of the lease renewal or the watches.
-//! Each names itself in its User-Agent (`kcm-rs/<name>`), which the API server's audit log and
-//! metrics show. In shadow mode every client refuses writes. (kube's client sets no rate limit and no
-//! User-Agent of its own.) All the clients of one configuration share one connection (see
+//! Each names itself in its User-Agent (`kcm-rs/<name>`, then `/<identity>` with leader election
+//! on), which the API server's audit log and metrics show. In shadow mode every client refuses
+//! writes. (kube's client sets no rate limit and no User-Agent of its own.) All the clients of one configuration share one connection (see
 //! `transport`), as KCM's clientsets share client-go's cached transport.
 
 use std::{
@@ -134,9 +134,11 @@ pub struct Clients {
     transport: Transport,
     quota: Quota,
     read_only: bool,
-    /// Sharded: the write fence every controller client checks, and the replica identity its
-    /// User-Agent carries so that the audit log tells replicas apart.
-    sharded: Option<(Arc<WriteFence>, String)>,
+    /// Sharded: the write fence every controller client checks.
+    fence: Option<Arc<WriteFence>>,
+    /// The replica identity the User-Agents carry when leader election is on, so that the audit
+    /// log tells replicas apart.
+    identity: Option<String>,
     /// The clients made so far by name: a controller started once per shard keeps one token bucket.
     made: Arc<parking_lot::Mutex<HashMap<String, Client>>>,
 }
@@ -169,7 +171,8 @@ impl Clients {
             transport,
             quota,
             read_only,
-            sharded: None,
+            fence: None,
+            identity: None,
             made: Arc::default(),
         })
     }
@@ -178,7 +181,15 @@ impl Clients {
     /// User-Agents read `kcm-rs/<name>/<identity>`.
     #[must_use]
     pub fn sharded(mut self, fence: Arc<WriteFence>, identity: &str) -> Self {
-        self.sharded = Some((fence, identity.to_owned()));
+        self.fence = Some(fence);
+        self.named(identity)
+    }
+
+    /// Clients whose User-Agents read `kcm-rs/<name>/<identity>`: one replica among several
+    /// (leader election on), whose writes an audit log should attribute.
+    #[must_use]
+    pub fn named(mut self, identity: &str) -> Self {
+        self.identity = Some(identity.to_owned());
         self
     }
 
@@ -210,17 +221,16 @@ impl Clients {
 
     /// The middleware of the client `name`; each call makes a new token bucket.
     pub fn layers_for(&self, name: &str) -> Result<ClientLayers, ClientError> {
-        let agent = match &self.sharded {
-            Some((_, identity)) => format!("{USER_AGENT_PREFIX}/{name}/{identity}"),
+        let agent = match &self.identity {
+            Some(identity) => format!("{USER_AGENT_PREFIX}/{name}/{identity}"),
             None => format!("{USER_AGENT_PREFIX}/{name}"),
         };
         // The Leases and the informers are not fenced: the one is how shards are held, the other
         // only reads.
         let fence = self
-            .sharded
-            .as_ref()
-            .filter(|_| name != LEADER_ELECTION && name != SHARED_INFORMERS)
-            .map(|(f, _)| f.clone());
+            .fence
+            .clone()
+            .filter(|_| name != LEADER_ELECTION && name != SHARED_INFORMERS);
         let user_agent = HeaderValue::from_str(&agent).map_err(|source| ClientError::UserAgent {
             name: name.to_owned(),
             source,

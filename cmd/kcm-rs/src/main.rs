@@ -119,6 +119,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let fence = (args.shards > 1).then(|| Arc::new(sharding::WriteFence::new()));
     if let Some(f) = &fence {
         clients = clients.sharded(f.clone(), &identity);
+    } else if args.leader_elect && !args.shadow {
+        clients = clients.named(&identity);
     }
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
