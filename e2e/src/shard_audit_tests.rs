@@ -136,3 +136,47 @@ fn a_write_that_arrived_in_its_term_but_was_applied_after_it_fails() {
         "{errors:#?}"
     );
 }
+
+fn lock(second: u32, by: &str, holder: Option<&str>) -> String {
+    lease(second, by, holder, 200).replace("kcm-rs-shard-0-of-2", "kcm-rs-lock")
+}
+
+fn check_with_lock(lines: &[String]) -> Result<AuditSummary, Vec<String>> {
+    let leases_of = |ns: &str| {
+        if ns == "ns" {
+            vec!["kcm-rs-shard-0-of-2".to_owned(), "kcm-rs-lock".to_owned()]
+        } else {
+            Vec::new()
+        }
+    };
+    check_writes_within_terms_or_unfenced(
+        &lines.join("\n"),
+        &[A.to_owned(), B.to_owned()],
+        leases_of,
+        Some("kcm-rs-lock"),
+    )
+}
+
+#[test]
+fn the_unsharded_leaders_write_answered_after_its_release_passes_until_another_holds() {
+    // A leads unsharded, sends a write at 2 that is answered at 4, after its release at 3.
+    let ok = [
+        lock(1, A, Some(A)),
+        write_answered(2, 4, A, "ns"),
+        lock(3, A, None),
+        lease(6, B, Some(B), 200),
+        write(7, B, "ns"),
+    ];
+    assert!(check_with_lock(&ok).is_ok(), "{:?}", check_with_lock(&ok));
+    // Answered after B's shard term began: two writers.
+    let late = [
+        lock(1, A, Some(A)),
+        write_answered(2, 7, A, "ns"),
+        lock(3, A, None),
+        lease(6, B, Some(B), 200),
+    ];
+    assert_eq!(check_with_lock(&late).unwrap_err().len(), 1);
+    // Sent after the release: outside its term.
+    let after = [lock(1, A, Some(A)), lock(3, A, None), write(4, A, "ns")];
+    assert_eq!(check_with_lock(&after).unwrap_err().len(), 1);
+}

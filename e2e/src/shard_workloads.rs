@@ -331,7 +331,7 @@ pub fn writes_within_terms_or_lock(
             .chain(lock.map(str::to_owned))
             .collect()
     };
-    let summary = crate::check_writes_within_terms(&log, identities, leases_of)
+    let summary = crate::check_writes_within_terms_or_unfenced(&log, identities, leases_of, lock)
         .unwrap_or_else(|errors| panic!("writes outside their sender's shard terms: {errors:#?}"));
     println!("audit: {summary:?}");
     summary

@@ -219,6 +219,7 @@ mod tests {
         loads.sort_unstable();
         let (least, most): (u64, u64) = (loads[..4].iter().sum(), loads[8..].iter().sum());
         let ratio = most as f64 / least as f64;
+        println!("refitted: pods+1 per shard {loads:?}, worst replica ratio {ratio:.3}");
         assert!(ratio <= 1.2, "worst replica ratio {ratio:.2}: {loads:?}");
         assert_eq!(decide(&next, &weighted), None, "and then stays");
     }
