@@ -149,7 +149,9 @@ pub async fn run(
                     layout = r.layout.clone();
                     record = Some(r);
                 }
-                Ok(r) => record = r.or(record),
+                // The same cuts, or no record (deleted: the cuts followed stay, and the next refit
+                // creates it again rather than replace what is gone).
+                Ok(r) => record = r,
                 Err(e) => tracing::warn!("{e}; keeping the cuts followed"),
             }
             let after = ld * members::STALE_AFTER_LEASE_DURATIONS;
