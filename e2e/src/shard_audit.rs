@@ -115,8 +115,11 @@ pub fn check_writes_within_terms_or_unfenced(
             continue;
         };
         let name = object["name"].as_str().unwrap_or_default();
-        // Shard Leases, and the unsharded lock (`kcm-rs…`), whose terms cover every namespace.
-        if object["resource"] == "leases" && namespace == "kube-system" && name.starts_with("kcm-rs") {
+        // Shard Leases, and the unsharded lock, whose terms cover every namespace.
+        if object["resource"] == "leases"
+            && namespace == "kube-system"
+            && (name.starts_with("kcm-rs-shard-") || Some(name) == unfenced)
+        {
             let code = event["responseStatus"]["code"].as_u64().unwrap_or(0);
             if (200..300).contains(&code) {
                 let holder = event["requestObject"]["spec"]["holderIdentity"]
@@ -160,15 +163,20 @@ pub fn check_writes_within_terms_or_unfenced(
     for w in &writes {
         *summary.writes.entry(w.identity.clone()).or_default() += 1;
         let leases = leases_of(&w.namespace);
-        let within = leases.iter().any(|lease| {
-            terms.get(lease).is_some_and(|ts| {
-                ts.iter().any(|t| {
-                    t.holder == w.identity
-                        && t.from <= w.arrived
-                        && t.until.as_ref().is_none_or(|until| w.answered < *until)
+        // The unsharded lock's terms end only at its next write (a leader killed writes none), so
+        // they count only under the rule below.
+        let within = leases
+            .iter()
+            .filter(|l| Some(l.as_str()) != unfenced)
+            .any(|lease| {
+                terms.get(lease).is_some_and(|ts| {
+                    ts.iter().any(|t| {
+                        t.holder == w.identity
+                            && t.from <= w.arrived
+                            && t.until.as_ref().is_none_or(|until| w.answered < *until)
+                    })
                 })
-            })
-        });
+            });
         let unfenced_within = || {
             let lock = unfenced.and_then(|l| terms.get(l))?;
             let arrived_in_term = lock.iter().any(|t| {

@@ -69,7 +69,13 @@ impl sharding::Host for Host {
             start_gate: Some(s.gate),
             cancel: s.cancel,
         };
-        let running = controllers::start(&self.enabled, &cx).map_err(|e| format!("{e:#}"))?;
+        let running = match controllers::start(&self.enabled, &cx) {
+            Ok(r) => r,
+            Err(e) => {
+                metrics.remove_shard_series();
+                return Err(format!("{e:#}").into());
+            }
+        };
         factory.start(s.cancel);
         for c in &running {
             let synced = c.synced.clone();

@@ -16,7 +16,7 @@ use informer::{Layout, Shard};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use tokio::time::Instant;
 
-use crate::names::shard_of_lease_name;
+use crate::names::{shard_lease_name, shard_of_lease_name};
 
 /// The whole hash space, `[0, 2^64)`.
 const ALL: Range = Range {
@@ -133,12 +133,13 @@ impl Claims {
     }
 
     /// Someone other than `identity` holds a live claim overlapping `shard`, under another Lease than
-    /// `shard`'s own (which its elector judges).
+    /// `shard`'s own (which its elector judges). By name, not by range: two versions of refitted
+    /// cuts may give one range to shards of other indexes, under two Leases.
     pub fn blocks(&self, shard: Shard, identity: &str, now: Instant) -> bool {
-        let mine = Range::of(shard);
+        let (mine, own) = (Range::of(shard), shard_lease_name(shard));
         self.seen
-            .values()
-            .any(|s| s.range != mine && s.range.overlaps(mine) && s.holder() != identity && s.live(now))
+            .iter()
+            .any(|(name, s)| *name != own && s.range.overlaps(mine) && s.holder() != identity && s.live(now))
     }
 
     /// Someone other than `identity` holds a live shard claim of any layout (for the unsharded
@@ -165,14 +166,14 @@ impl Claims {
         now: Instant,
         after: std::time::Duration,
     ) -> Vec<(String, Option<String>)> {
-        let current: Vec<Range> = layout.shards().into_iter().map(Range::of).collect();
+        let current: Vec<String> = layout.shards().into_iter().map(shard_lease_name).collect();
         self.seen
             .iter()
-            .filter(|(_, s)| {
+            .filter(|(name, s)| {
                 layout.is_auto()
                     && s.present
                     && (s.range.count, s.range.tag) == (layout.count(), layout.tag())
-                    && !current.contains(&s.range)
+                    && !current.contains(name)
                     && !s.live(now)
                     && now >= s.changed_at + after
             })

@@ -95,3 +95,25 @@ fn a_claim_expires_by_this_clock_and_a_deleted_one_only_then() {
 fn equal(count: u32) -> informer::Layout {
     informer::Layout::equal(count).unwrap()
 }
+
+#[test]
+fn one_range_under_another_index_blocks() {
+    // Refitted cuts [c2, c3, x] after [c1, c2, c3]: the old shard 2 and the new shard 1 cover one
+    // range under two Leases.
+    let old = informer::Layout::auto(4, Some(vec![10, 20, 30])).unwrap();
+    let new = informer::Layout::auto(4, Some(vec![20, 30, 40])).unwrap();
+    let (held, wanted) = (old.shards()[2], new.shards()[1]);
+    assert_eq!((held.start(), held.end()), (wanted.start(), wanted.end()));
+    let t = Instant::now();
+    let mut claims = Claims::new(UNSHARDED);
+    let name = crate::names::shard_lease_name(held);
+    claims.observe(&[lease(&name, Some("a"), 1, 15)], t);
+    assert!(
+        claims.blocks(wanted, "b", t),
+        "a holds the range under the old Lease"
+    );
+    assert!(
+        !claims.blocks(held, "b", t),
+        "its own Lease is its elector's to judge"
+    );
+}

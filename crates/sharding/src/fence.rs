@@ -148,6 +148,19 @@ impl WriteFence {
         gate.suspended = now;
     }
 
+    /// A later renewal of a held `shard` was confirmed: moves its window as [`Self::renewed`] does, but
+    /// only while its gate is open. A confirmation that comes after the hold closed its gate (while
+    /// it drains or settles) must neither open a gate nobody will close nor start a new count of
+    /// writes in flight under the old one.
+    pub fn extend(&self, shard: Shard, until: Instant, suspended: Duration) {
+        let now = (self.suspended)();
+        let until = shorten(until, suspended, now);
+        if let Some(gate) = self.gates.lock().get_mut(&shard) {
+            gate.until = gate.end(now).max(until).unwrap_or_else(Instant::now);
+            gate.suspended = now;
+        }
+    }
+
     /// The shard's controllers are running: writes wait for these caches.
     pub fn caches(&self, shard: Shard, synced: Vec<SyncedFn>) {
         if let Some(gate) = self.gates.lock().get_mut(&shard) {

@@ -186,3 +186,24 @@ async fn after_a_refit_a_write_finds_the_gate_by_range_not_by_index() {
         "now through the new shard's gate"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_confirmation_after_the_gate_closed_opens_nothing() {
+    let shard = Shard::new(0, 2).unwrap();
+    let ns = namespace_in(shard);
+    let fence = held(shard);
+    let (_, write) = fence.begin(&ns, Instant::now()).unwrap();
+    fence.close(shard);
+    fence.extend(
+        shard,
+        Instant::now() + Duration::from_secs(10),
+        fence.suspended_now(),
+    );
+    assert_eq!(fence.open_until(&ns, Instant::now()), Err(Closed::NotHeld));
+    assert_eq!(fence.window_end(shard), None);
+    drop(write);
+    assert!(
+        !fence.settle(shard, Instant::now() + Duration::from_secs(1)).await,
+        "the unanswered write still counts"
+    );
+}

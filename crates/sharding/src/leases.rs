@@ -80,7 +80,7 @@ pub(crate) fn confirm(
             shared.fence.close(h.shard);
             h.release.cancel();
         } else {
-            shared.fence.renewed(h.shard, started + renew_deadline, suspended);
+            shared.fence.extend(h.shard, started + renew_deadline, suspended);
         }
     }
 }

@@ -127,9 +127,17 @@ pub async fn run(
         }
     };
     let weighted = weights::weights(&pods);
-    let Some(next) = decide(&current, &weighted) else {
-        tracing::debug!(loads = ?current.loads(&weighted), "the shard cuts are in balance");
-        return;
+    let next = match decide(&current, &weighted) {
+        Some(next) => next,
+        // The record is gone (deleted) while the replicas follow other cuts than the first ones:
+        // write those back, so that a replica starting now follows them too.
+        None if record.is_none() && Layout::auto(current.count(), None).ok() != Some(current.clone()) => {
+            current.clone()
+        }
+        None => {
+            tracing::debug!(loads = ?current.loads(&weighted), "the shard cuts are in balance");
+            return;
+        }
     };
     let generation = record.as_ref().map_or(1, |r| r.generation + 1);
     tracing::info!(
