@@ -262,28 +262,21 @@ pub use sharding::shard_lease_name;
 /// the audit log names whose range holds `ns`, read from their names, since the versions written
 /// while a test ran are not all known to it.
 fn refitted_leases(log: &str, layouts: &[Layout], ns: &str) -> Vec<String> {
-    let hash = u128::from(informer::fnv1a64(ns.as_bytes()));
+    let hash = informer::fnv1a64(ns.as_bytes());
     let mut found = std::collections::BTreeSet::new();
-    for layout in layouts.iter().filter(|l| l.is_auto()) {
-        let family = format!("-of-{layout}-");
-        for (at, _) in log.match_indices("kcm-rs-shard-") {
-            let name: String = log[at..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-                .collect();
-            let Some((_, range)) = name.split_once(&family) else {
-                continue;
-            };
-            let Some((start, end)) = range.split_once('-') else {
-                continue;
-            };
-            let (Ok(start), Ok(end)) = (u128::from_str_radix(start, 16), u128::from_str_radix(end, 16))
-            else {
-                continue;
-            };
-            if (start..end).contains(&hash) {
-                found.insert(name);
-            }
+    for (at, _) in log.match_indices("kcm-rs-shard-") {
+        let name: String = log[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        let covers = sharding::shard_of_lease_name(&name).is_some_and(|shard| {
+            shard.contains_hash(hash)
+                && layouts
+                    .iter()
+                    .any(|l| l.is_auto() && (l.count(), l.tag()) == (shard.count(), shard.tag()))
+        });
+        if covers {
+            found.insert(name);
         }
     }
     found.into_iter().collect()

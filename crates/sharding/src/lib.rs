@@ -36,7 +36,7 @@ mod weights;
 pub use fence::{Closed, FenceLayer, Fenced, WriteFence};
 pub use host::{Config, Host, HostError, Reads, Round, Running, ShardStart};
 pub use manager::{Error, run};
-pub use names::shard_lease_name;
+pub use names::{shard_lease_name, shard_of_lease_name};
 pub use status::{HeldStatus, Status};
 pub use unsharded::Exclusion;
 pub use weights::{PrintError, print_cuts};
