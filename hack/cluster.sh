@@ -3,7 +3,7 @@
 #   etcd -> kube-apiserver -> kube-controller-manager -> kube-scheduler -> kwok -> fake Nodes
 #
 # Usage: hack/cluster.sh up [--mode reference|replace] [--sharded-list-watch] | down | status | env | logs [component]
-#                        | restart <component> [--kill] | compact | mode reference|replace
+#                        | restart <component> [--kill] | compact | mode reference|replace|bare
 #                        | sharding on|off [--audit-writes]   (kube-apiserver restarted with/without
 #                          ShardedListAndWatch; --audit-writes: and logging kcm-rs's writes)
 #
@@ -419,20 +419,32 @@ cmd_restart() {
   ready "$c"
 }
 
-# Switches upstream KCM to another mode by restarting it with that mode's --controllers.
+# Switches upstream KCM to another mode by restarting it with that mode's --controllers. `bare` stops
+# kube-controller-manager and kube-scheduler instead: etcd, kube-apiserver and kwok are left, what
+# envtest runs plus KWOK (the embedded-controllers suite); leaving it starts both again.
 cmd_mode() {
   local mode=${1:-}
-  [[ $mode == reference || $mode == replace ]] || die "mode must be reference or replace, not '$mode'"
+  [[ $mode == reference || $mode == replace || $mode == bare ]] ||
+    die "mode must be reference, replace or bare, not '$mode'"
   load_env
-  local -a argv; eval "argv=($(cat "$run/cmd/kube-controller-manager"))"
-  local i
-  for i in "${!argv[@]}"; do
-    [[ ${argv[$i]} == --controllers=* ]] && argv[$i]="--controllers=$(kcm_controllers "$mode")"
-  done
   stop kube-controller-manager
-  local phase_start=$SECONDS
-  start kube-controller-manager "${argv[@]}"
-  ready kube-controller-manager
+  local phase_start=$SECONDS argv
+  if [[ $mode == bare ]]; then
+    stop kube-scheduler
+  else
+    if ! alive kube-scheduler; then
+      eval "argv=($(cat "$run/cmd/kube-scheduler"))"
+      start kube-scheduler "${argv[@]}"
+      ready kube-scheduler
+    fi
+    eval "argv=($(cat "$run/cmd/kube-controller-manager"))"
+    local i
+    for i in "${!argv[@]}"; do
+      [[ ${argv[$i]} == --controllers=* ]] && argv[$i]="--controllers=$(kcm_controllers "$mode")"
+    done
+    start kube-controller-manager "${argv[@]}"
+    ready kube-controller-manager
+  fi
   sed -i "s/^KCM_RS_MODE=.*/KCM_RS_MODE=$mode/" "$run/cluster.env"
   log "upstream kube-controller-manager now in $mode mode"
 }

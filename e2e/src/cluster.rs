@@ -30,6 +30,9 @@ pub enum Mode {
     Reference,
     /// Upstream runs without the Deployment, ReplicaSet and Job controllers.
     Replace,
+    /// Neither kube-controller-manager nor kube-scheduler runs: etcd, kube-apiserver and KWOK, as
+    /// under envtest (plus KWOK). Namespaces made before keep their `default` ServiceAccount.
+    Bare,
 }
 
 /// A connection to the local control plane.
@@ -236,6 +239,7 @@ impl Mode {
         match self {
             Mode::Reference => "reference",
             Mode::Replace => "replace",
+            Mode::Bare => "bare",
         }
     }
 }

@@ -126,6 +126,29 @@ pub async fn delegation_clients(args: &Args, main: &kube::Config) -> Result<Dele
     })
 }
 
+/// Where each controller gets its client, by name: [`Clients`] in the binary, one caller's client
+/// for every name in an embedding program (`ControllerManager`).
+pub trait ClientSource: Send + Sync {
+    fn client_for(&self, name: &str) -> Result<Client, ClientError>;
+}
+
+impl ClientSource for Clients {
+    fn client_for(&self, name: &str) -> Result<Client, ClientError> {
+        Clients::client_for(self, name)
+    }
+}
+
+/// The caller's own client for every controller: its rate limits, User-Agent and middleware are the
+/// caller's to choose.
+#[derive(Clone)]
+pub struct OneClient(pub Client);
+
+impl ClientSource for OneClient {
+    fn client_for(&self, _name: &str) -> Result<Client, ClientError> {
+        Ok(self.0.clone())
+    }
+}
+
 /// Builds the named clients from one configuration and the client flags.
 #[derive(Clone)]
 pub struct Clients {

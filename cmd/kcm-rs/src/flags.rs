@@ -258,7 +258,6 @@ impl Args {
 
     /// Parses `args`, then resolves every `--feature-gates` occurrence in order into
     /// [`Args::feature_gates`] (dependencies between gates can only be checked on the whole list).
-    #[cfg(test)]
     pub fn try_parse_flags_from<I, T>(args: I) -> Result<Self, clap::Error>
     where
         I: IntoIterator<Item = T>,

@@ -15,10 +15,10 @@ use job::{JobController, JobOptions};
 use replicaset::{ReplicaSetController, ReplicaSetOptions};
 use tokio_util::sync::CancellationToken;
 
-pub use selection::{check_gates, enabled_controllers};
+pub use selection::{ControllersError, check_gates, enabled_controllers};
 
 use crate::{
-    client::Clients,
+    client::ClientSource,
     flags::{Args, ContentType, ShadowPerturbation},
     metrics::Metrics,
 };
@@ -69,7 +69,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
 pub struct StartContext<'a> {
     pub args: &'a Args,
     pub factory: &'a SharedInformerFactory,
-    pub clients: &'a Clients,
+    pub clients: &'a dyn ClientSource,
     pub metrics: &'a Metrics,
     /// This process's identity, the reportingInstance of its events.
     pub identity: &'a str,

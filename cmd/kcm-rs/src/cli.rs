@@ -1,0 +1,400 @@
+//! The `kcm-rs` command: flags, logging, and kube-controller-manager's start-up. It lives in the
+//! library, beside the modules it drives, so that the binary (`main.rs`) is one call; embedding
+//! programs use [`crate::ControllerManager`] instead.
+//!
+//! Start-up follows kube-controller-manager: connect, serve the health and metrics endpoints (HTTPS
+//! with delegated authentication and authorization: `secure_serving`, flags in `serving_flags`), win the
+//! leader election, then start the enabled controllers on shared informers. The leader election, the
+//! informers and each controller talk to the API server through clients of their own (`client`), so
+//! that a controller's burst of writes cannot delay the lease renewal; the clients are streams on one
+//! shared HTTP/2 connection (`transport`), as KCM's are on client-go's cached transport.
+//!
+//! Losing the lease exits the process with status 1 at once, without draining the queues, as KCM's
+//! `OnStoppedLeading` does: another replica may already lead, and every further write could race
+//! with it. SIGTERM/SIGINT is the graceful path: stop taking keys, let in-flight syncs finish (at most
+//! [`controllers::SHUTDOWN_TIMEOUT`]), release the lease, exit 0.
+use std::{process::ExitCode, sync::Arc};
+
+use crate::{
+    client::{self, Clients, LEADER_ELECTION, SHARED_INFORMERS},
+    controllers::{self, StartContext},
+    flags::{self, Args, LeaderElectMode, LoggingFormat, ShardCuts},
+    metric_labels::{ControllerLabel, NameLabel},
+    metrics::Metrics,
+    server::{self, Health},
+    serving_flags, shard_host,
+};
+use anyhow::Context as _;
+use controller::{Started, shadow::ShadowState};
+use leaderelection::{LeaderElectionConfig, LeaderElector, LeaderForLife};
+use rand::Rng as _;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The whole command: parses the flags, runs until stopped, and returns the exit status.
+pub async fn main() -> ExitCode {
+    let args = Args::parse_flags(controllers::help());
+    init_logging(&args);
+    // The crash points named in FAILPOINTS (e2e builds only; see job::failpoints).
+    #[cfg(feature = "failpoints")]
+    let _failpoints = fail::FailScenario::setup();
+    match run(args).await {
+        Ok(code) => code,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(args: &Args) {
+    let level = match args.verbosity {
+        0..=2 => "info",
+        3..=4 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into());
+    // Colour only on a terminal: a log file, a pipe or CI's capture would keep the escape codes.
+    let colour =
+        std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none();
+    // On standard error, as klog writes KCM's; standard output carries what a command prints.
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .with_ansi(colour);
+    match args.logging_format {
+        LoggingFormat::Text => builder.init(),
+        LoggingFormat::Json => builder.json().init(),
+    }
+}
+
+/// How `--shards` cuts the namespace-hash space at start: equal ranges, `--shard-cuts`, or with
+/// `--shard-cuts=auto` equal ranges until the first refit.
+fn layout(args: &Args) -> anyhow::Result<informer::Layout> {
+    match &args.shard_cuts {
+        Some(ShardCuts::Fixed(l)) if l.count() != args.shards => anyhow::bail!(
+            "--shard-cuts makes {} shards, --shards says {}: give one cut fewer than shards",
+            l.count(),
+            args.shards
+        ),
+        Some(ShardCuts::Fixed(l)) => Ok(l.clone()),
+        Some(ShardCuts::Auto) if args.shards > 1 => Ok(informer::Layout::auto(args.shards, None)?),
+        Some(ShardCuts::Auto) | None => Ok(informer::Layout::equal(args.shards)?),
+    }
+}
+
+/// kube-controller-manager's start-up, step by step: connect, serve, elect, start the controllers,
+/// lead until stopped, shut down.
+async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let enabled = controllers::enabled_controllers(&args.controllers)?;
+    controllers::check_gates(&enabled, &args.feature_gates)?;
+    if args.shards > 1 && (args.shadow || !args.leader_elect) {
+        anyhow::bail!(
+            "--shards={} needs --leader-elect and cannot run with --shadow",
+            args.shards
+        );
+    }
+    let layout = layout(&args)?;
+    let identity = identity();
+    let (mut clients, delegation) = connect(&args).await?;
+    if args.print_shard_cuts {
+        anyhow::ensure!(args.shards > 1, "--print-shard-cuts needs --shards of 2 or more");
+        sharding::print_cuts(args.shards, clients.client_for(SHARED_INFORMERS)?).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let fence = (args.shards > 1).then(|| Arc::new(sharding::WriteFence::new()));
+    if let Some(f) = &fence {
+        clients = clients.sharded(f.clone(), &identity);
+    } else if args.leader_elect && !args.shadow {
+        clients = clients.named(&identity);
+    }
+    let metrics = Metrics::new();
+    let health = Arc::new(Health::default());
+    let shadow = args.shadow.then(|| shadow_state(&args, &metrics));
+    let shard_status = fence.as_ref().map(|_| Arc::default());
+    let cancel = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(cancel.clone()));
+    let server_cancel = CancellationToken::new();
+    let server = serve(
+        &args,
+        &delegation,
+        &health,
+        &metrics,
+        shadow.as_ref(),
+        shard_status.as_ref(),
+        &server_cancel,
+    )
+    .await?;
+
+    tracing::info!(%identity, "identity");
+    if let (Some(fence), Some(status)) = (fence, shard_status) {
+        let config = sharding::Config {
+            identity: identity.clone(),
+            pod: std::env::var("POD_NAME").ok(),
+            namespace: args.leader_elect_resource_namespace.clone(),
+            unsharded_lock: args.leader_elect_resource_name.clone(),
+            lease_duration: args.leader_elect_lease_duration,
+            renew_deadline: args.leader_elect_renew_deadline,
+            retry_period: args.leader_elect_retry_period,
+            layout,
+            refit_interval: args.shard_refit_interval,
+            drain_timeout: controllers::SHUTDOWN_TIMEOUT,
+        };
+        let caches = Arc::new(informer::WatchCaches::new(Arc::new(metrics.clone())));
+        let host = Arc::new(shard_host::Host {
+            resync_period: flags::resync_period(args.min_resync_period, rand::rng().random::<f64>()),
+            args: Arc::new(args),
+            clients,
+            metrics,
+            health,
+            identity,
+            enabled,
+        });
+        sharding::run(config, host, fence, caches, status, cancel).await?;
+        stop_serving(server, &server_cancel).await;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(mut leader) = elect(&args, &clients, &health, &identity, &cancel).await? else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let leader_status = LeaderStatus::new(&args, &metrics);
+    leader_status.set(1);
+
+    let controllers_cancel = CancellationToken::new();
+    let factory = controllers::informer_factory(&args, clients.client_for(SHARED_INFORMERS)?, &metrics);
+    let cx = StartContext {
+        args: &args,
+        factory: &factory,
+        clients: &clients,
+        metrics: &metrics,
+        identity: &identity,
+        // KCM draws the factory's resync period once, between 1x and 2x --min-resync-period.
+        resync_period: flags::resync_period(args.min_resync_period, rand::rng().random::<f64>()),
+        shadow: shadow.as_ref(),
+        start_gate: None,
+        cancel: &controllers_cancel,
+    };
+    let running = controllers::start(&enabled, &cx)?;
+    for c in &running {
+        let synced = c.synced.clone();
+        health.add_controller(c.name, move || synced());
+    }
+    if running.is_empty() {
+        tracing::warn!("no controller is enabled; idling until stopped");
+    }
+    factory.start(&controllers_cancel);
+
+    lead(&mut leader, &cancel).await;
+    shut_down(running, &controllers_cancel).await;
+    leader_status.set(0);
+    if let Leader::Lease(e, _) = &leader
+        && e.config().release_on_cancel
+    {
+        e.release().await;
+    }
+    stop_serving(server, &server_cancel).await;
+    Ok(ExitCode::SUCCESS)
+}
+
+type ServerTask = JoinHandle<Result<(), secure_serving::ServingError>>;
+
+async fn stop_serving(server: Option<ServerTask>, cancel: &CancellationToken) {
+    cancel.cancel();
+    if let Some(s) = server {
+        match s.await {
+            Ok(Err(e)) => tracing::error!("serving endpoints: {e:#}"),
+            Err(e) => tracing::error!("endpoint server task: {e}"),
+            Ok(Ok(())) => {}
+        }
+    }
+}
+
+/// The controllers' clients (each with its own rate limits, one shared connection) and the clients
+/// delegated authentication and authorization go through, after checking that the API server answers.
+async fn connect(args: &Args) -> anyhow::Result<(Clients, serving_flags::DelegationClients)> {
+    let config = client::config(args).await?;
+    let server_url = config.cluster_url.clone();
+    let clients = Clients::new(
+        config.clone(),
+        args.kube_api_qps,
+        args.kube_api_burst,
+        args.shadow,
+    )?;
+    let version = clients
+        .client_for(SHARED_INFORMERS)?
+        .apiserver_version()
+        .await
+        .with_context(|| format!("cannot reach the API server at {server_url}"))?;
+    tracing::info!(server = %server_url, version = %version.git_version, "connected");
+    let delegation = client::delegation_clients(args, &config).await?;
+    Ok((clients, delegation))
+}
+
+/// Shadow mode's record of disagreements, each counted in `kcm_rs_shadow_divergences_total`.
+fn shadow_state(args: &Args, metrics: &Metrics) -> Arc<ShadowState> {
+    let counter = metrics.shadow_divergences.clone();
+    Arc::new(ShadowState::new(args.shadow_settle_time, move |d| {
+        counter
+            .get_or_create(&ControllerLabel {
+                controller: d.controller.clone(),
+            })
+            .inc();
+    }))
+}
+
+/// Starts the HTTPS endpoints unless `--secure-port=0`.
+async fn serve(
+    args: &Args,
+    delegation: &serving_flags::DelegationClients,
+    health: &Arc<Health>,
+    metrics: &Metrics,
+    shadow: Option<&Arc<ShadowState>>,
+    shards: Option<&Arc<parking_lot::Mutex<sharding::Status>>>,
+    cancel: &CancellationToken,
+) -> anyhow::Result<Option<ServerTask>> {
+    let Some(config) = args.serving.config(delegation) else {
+        return Ok(None);
+    };
+    let bound = secure_serving::SecureServer::bind(config).await?;
+    Ok(Some(tokio::spawn(server::serve(
+        bound,
+        health.clone(),
+        metrics.clone(),
+        shadow.cloned(),
+        shards.cloned(),
+        cancel.clone(),
+    ))))
+}
+
+/// How this process leads once [`elect`] returns.
+enum Leader {
+    /// Under a lease the elector keeps renewing, while no shard Lease is claimed.
+    Lease(Arc<LeaderElector>, Box<sharding::Exclusion>),
+    /// With nothing to renew: no election, shadow mode, or a leader-for-life lock.
+    Unchallenged,
+}
+
+/// Waits to lead; `None` when stopped first. Shadow mode writes nothing, not even a lease.
+async fn elect(
+    args: &Args,
+    clients: &Clients,
+    health: &Health,
+    identity: &str,
+    cancel: &CancellationToken,
+) -> anyhow::Result<Option<Leader>> {
+    if !args.leader_elect || args.shadow {
+        if args.shadow && args.leader_elect {
+            tracing::info!("shadow mode: running without leader election");
+        }
+        return Ok(Some(Leader::Unchallenged));
+    }
+    let client = clients.client_for(LEADER_ELECTION)?;
+    match args.leader_elect_mode {
+        LeaderElectMode::Lease => {
+            let mut cfg = LeaderElectionConfig::new(
+                &args.leader_elect_resource_namespace,
+                &args.leader_elect_resource_name,
+                identity.to_owned(),
+            );
+            cfg.lease_duration = args.leader_elect_lease_duration;
+            cfg.renew_deadline = args.leader_elect_renew_deadline;
+            cfg.retry_period = args.leader_elect_retry_period;
+            cfg.release_on_cancel = args.leader_elect_release_on_cancel;
+            let e = Arc::new(LeaderElector::new(client.clone(), cfg).context("leader election flags")?);
+            health.set_elector(e.clone());
+            let mut exclusion = Box::new(sharding::Exclusion::new(&e, client));
+            Ok(exclusion
+                .acquire(&e, cancel)
+                .await
+                .then_some(Leader::Lease(e, exclusion)))
+        }
+        LeaderElectMode::ForLife => {
+            let lock = LeaderForLife::from_env(client, &args.leader_elect_resource_name)?;
+            Ok(lock.become_leader(cancel).await?.then_some(Leader::Unchallenged))
+        }
+    }
+}
+
+/// `leader_election_master_status`, which exists only where there is an election, as in KCM.
+struct LeaderStatus<'a> {
+    metrics: &'a Metrics,
+    name: Option<NameLabel>,
+}
+
+impl<'a> LeaderStatus<'a> {
+    fn new(args: &Args, metrics: &'a Metrics) -> Self {
+        let elected = args.leader_elect && !args.shadow;
+        let name = elected.then(|| NameLabel {
+            name: args.leader_elect_resource_name.clone(),
+        });
+        Self { metrics, name }
+    }
+
+    fn set(&self, v: i64) {
+        if let Some(label) = &self.name {
+            self.metrics.leader.get_or_create(label).set(v);
+        }
+    }
+}
+
+/// Leads until SIGTERM/SIGINT. A lost lease exits at once: another replica may lead already, so
+/// not one more write, not even a drain (KCM: `OnStoppedLeading`, `klog.FlushAndExit(…, 1)`); log
+/// lines are written unbuffered. So does a shard Lease claimed meanwhile (see `shards::Exclusion`).
+async fn lead(leader: &mut Leader, cancel: &CancellationToken) {
+    match leader {
+        Leader::Lease(e, exclusion) => {
+            let retry_period = e.config().retry_period;
+            tokio::select! {
+                kept = e.keep_leading(cancel) => if let Err(lost) = kept {
+                    tracing::error!("{lost}; exiting without draining the queues");
+                    std::process::exit(1);
+                },
+                () = exclusion.shard_claim_appears(retry_period) => {
+                    tracing::error!("a replica running with --shards claimed a shard Lease while this one led; exiting without draining the queues");
+                    std::process::exit(1);
+                }
+            }
+        }
+        Leader::Unchallenged => cancel.cancelled().await,
+    }
+}
+
+/// Stops the controllers and waits for their in-flight syncs, at most [`controllers::SHUTDOWN_TIMEOUT`].
+async fn shut_down(running: Vec<Started>, cancel: &CancellationToken) {
+    tracing::info!("stopping controllers");
+    cancel.cancel();
+    let tasks = running.into_iter().map(|c| c.task);
+    if tokio::time::timeout(controllers::SHUTDOWN_TIMEOUT, futures::future::join_all(tasks))
+        .await
+        .is_err()
+    {
+        tracing::warn!(timeout = ?controllers::SHUTDOWN_TIMEOUT, "in-flight syncs did not finish in time");
+    }
+}
+
+/// `hostname_<random>`, as kube-controller-manager builds its identity (hostname plus a UUID).
+pub(crate) fn identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "kcm-rs".into());
+    format!("{host}_{:032x}", rand::rng().random::<u128>())
+}
+
+async fn cancel_on_signal(cancel: CancellationToken) {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::error!("cannot listen for SIGTERM: {e}");
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("shutting down on signal");
+    cancel.cancel();
+}

@@ -1,0 +1,34 @@
+//! kcm-rs: kube-controller-manager's Deployment, ReplicaSet and Job controllers, in Rust.
+//!
+//! Two ways in:
+//! - the `kcm-rs` command, with KCM's flags, Lease leader election, HTTPS health and metrics
+//!   endpoints, shadow mode and `--shards`: start reading at [`cli`];
+//! - [`ControllerManager`], the same controllers inside a test or tool of your own, on a
+//!   [`kube::Client`] you already have: no flags, no endpoints, no election unless asked.
+//!
+//! The controllers themselves live in the `deployment`, `replicaset` and `job` crates, on the shared
+//! skeleton of the `controller` crate; `controllers` here is the table that registers them.
+#![forbid(unsafe_code)]
+
+#[doc(hidden)]
+pub mod cli;
+mod client;
+mod controllers;
+mod duration;
+mod edit;
+mod embed;
+mod flags;
+mod guard;
+mod job_metrics;
+mod metric_labels;
+mod metrics;
+mod retry;
+mod server;
+mod serving_flags;
+mod shard_host;
+mod shard_selector;
+mod shard_series;
+mod transport;
+
+pub use controllers::ControllersError;
+pub use embed::{ControllerManager, EmbedError, Running};
