@@ -74,14 +74,21 @@ bench-sharded:
 bench-e2e-smoke:
 	CARGO=$(CARGO) hack/bench.sh --scale tiny --qps 100/200
 
+# The kubeadm and kind recipes (deploy/kubeadm, deploy/kind) checked with the pinned kubeadm and kind's own
+# configuration code, up to the static pods kubeadm writes (hack/recipes.sh).
+.PHONY: recipes
+recipes:
+	hack/build.sh >/dev/null && hack/recipes.sh
+
 # The container image built with buildah (hack/image.sh) and run hardened with podman against the
-# local control plane (e2e/tests/image.rs).
+# local control plane (e2e/tests/image.rs), and the kubeadm recipe's static pod under `podman kube play`
+# (e2e/tests/static_pod.rs).
 .PHONY: image image-e2e
 image:
 	CARGO=$(CARGO) hack/image.sh
 
 image-e2e: image
-	CARGO=$(CARGO) hack/e2e.sh image
+	CARGO=$(CARGO) hack/e2e.sh image static_pod
 
 # Every check above as stages of hack/test.sh: the builds first, then the e2e suites, the image suite,
 # conformance-ci and bench-e2e-smoke in 2 lanes; ends with each stage's and each suite's wall time.

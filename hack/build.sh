@@ -53,6 +53,23 @@ build_kube() {
   rm -rf "$out" && mv "$out.tmp" "$out"
 }
 
+# kubeadm, for the kubeadm recipe's check (hack/recipes.sh: `kubeadm config validate`); apart from the
+# four above so that adding it did not rebuild them.
+build_kubeadm() {
+  local out=$bin/kubeadm-$KUBE_VERSION
+  [[ -x $out/kubeadm ]] && return 0
+  log "kubeadm $KUBE_VERSION: building (first time only)"
+  local mod=$cache/src/kubeadm-$KUBE_VERSION
+  mkdir -p "$out.tmp"
+  kube_module_init "$mod" kcm-rs.local/kubeadm-build || { rm -rf "$out.tmp"; fail "preparing the build module $mod (see output above)"; }
+  (
+    cd "$mod"
+    go get "k8s.io/kubernetes/cmd/kubeadm@$KUBE_VERSION" >&2 || exit 1
+    go build -p "$(nproc)" -trimpath -ldflags "$(kube_ldflags)" -o "$out.tmp/" k8s.io/kubernetes/cmd/kubeadm >&2
+  ) || { rm -rf "$out.tmp"; fail "kubeadm build (see output above)"; }
+  rm -rf "$out" && mv "$out.tmp" "$out"
+}
+
 build_kwok() {
   local out=$bin/kwok-$KWOK_VERSION
   [[ -x $out/kwok ]] && return 0
@@ -67,4 +84,5 @@ start=$(date +%s)
 build_etcd
 build_kwok
 build_kube
+build_kubeadm
 log "all components ready in $(( $(date +%s) - start ))s"

@@ -45,15 +45,16 @@ e2e_suites=(informer_disruptive secure_serving replicaset deployment job shadow 
   leader_election_load sharding layout_change shard_faults embedded)
 # Randomized, with short seeds unless KCM_RS_SOAK_SECONDS / KCM_RS_RANDOM_SECONDS say otherwise.
 soak_suites=(replicaset_soak deployment_soak job_soak random_differential)
-# Needs the kcm-rs:dev image (hack/image.sh) and podman: `make image-e2e`, `make test`.
-image_suites=(image)
+# Need the kcm-rs:dev image (hack/image.sh) and podman: `make image-e2e`, `make test`. static_pod is
+# the kubeadm recipe's static pod (deploy/kubeadm) under `podman kube play`.
+image_suites=(image static_pod)
 # Seconds each item took alone on the 2-core machine (cold `make test`, 2026-11-25; replicaset_soak
 # after its soak went from 120 to 60 s): only the lane split uses them. conformance-ci and bench-smoke
 # without their builds.
 declare -A known_seconds=(
   [parallel]=40 [informer_disruptive]=16 [secure_serving]=14 [replicaset]=71 [deployment]=65
   [job]=151 [shadow]=98 [rbac]=111 [leader_election]=37 [leader_election_load]=72 [sharding]=270 [layout_change]=180 [shard_faults]=200 [embedded]=40
-  [replicaset_soak]=145 [deployment_soak]=72 [job_soak]=81 [random_differential]=51 [image]=10
+  [replicaset_soak]=145 [deployment_soak]=72 [job_soak]=81 [random_differential]=51 [image]=10 [static_pod]=30
   [conformance-ci]=150 [bench-smoke]=200
 )
 
@@ -104,8 +105,10 @@ build() {
   # without it, so conformance-ci judges this binary too.
   $cargo build -p kcm-rs --features failpoints
   $cargo test -p kcm-rs-e2e --no-run
-  if contains bench-smoke "$@" || contains image "$@"; then $cargo build --profile image -p kcm-rs; fi
-  if contains image "$@"; then "$here/image.sh"; fi
+  local needs_image=false
+  if contains image "$@" || contains static_pod "$@"; then needs_image=true; fi
+  if contains bench-smoke "$@" || $needs_image; then $cargo build --profile image -p kcm-rs; fi
+  if $needs_image; then "$here/image.sh"; fi
   # Once here, so that lanes starting together do not build the control plane side by side.
   "$here/build.sh" >/dev/null
   if contains conformance-ci "$@"; then "$here/conformance.sh" --build-only >/dev/null; fi

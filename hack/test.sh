@@ -8,12 +8,13 @@
 #   clippy             cargo clippy, every target, warnings denied
 #   unit               cargo test of every crate but the e2e one, and hack/bench's Python tests
 #   control-plane      etcd, kube-apiserver, ... from Go sources (hack/build.sh; nothing when cached)
+#   recipes            the kubeadm and kind recipes up to the static pods kubeadm writes (hack/recipes.sh)
 #   e2e-build          kcm-rs with its crash points and the e2e test binaries (hack/e2e.sh --build-only)
 #   image-build        kcm-rs in the `image` profile (thin LTO here, see below): the image and the bench
 #   image              the kcm-rs:dev image from it (hack/image.sh, buildah)
 #   conformance-build  upstream's e2e.test (hack/conformance.sh --build-only; nothing when cached)
 #   e2e                hack/e2e.sh --no-build in $KCM_RS_E2E_LANES lanes (2): the parallel tests, every
-#                      e2e and soak suite (short seeds), the image suite, conformance-ci and bench-smoke
+#                      e2e and soak suite (short seeds), the image suites, conformance-ci and bench-smoke
 #                      ($KCM_RS_E2E_ITEMS, hack/e2e.sh's items, to run fewer)
 #
 # The builds come first, one at a time, each binary once: they are what the CPU is for. The e2e work,
@@ -23,8 +24,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here/.."
 cargo=${CARGO:-cargo}
 lanes=${KCM_RS_E2E_LANES:-2}
-read -r -a e2e_items <<<"${KCM_RS_E2E_ITEMS:-all image conformance-ci bench-smoke}"
-all_stages=(fmt-check clippy unit control-plane e2e-build image-build image conformance-build e2e)
+read -r -a e2e_items <<<"${KCM_RS_E2E_ITEMS:-all image static_pod conformance-ci bench-smoke}"
+all_stages=(fmt-check clippy unit control-plane recipes e2e-build image-build image conformance-build e2e)
 # The tests prove the code, not its link: the image they build and run, and the bench smoke run,
 # take the `image` profile with thin LTO over 16 codegen units, which links on both cores. The
 # profile's own fat LTO with one codegen unit spends its last six minutes on one core, the longest
@@ -40,6 +41,7 @@ stage_command() {
     clippy) $cargo clippy --workspace --all-targets -- -D warnings ;;
     unit) $cargo test --workspace --exclude kcm-rs-e2e && python3 -m unittest discover -s hack/bench ;;
     control-plane) "$here/build.sh" ;;
+    recipes) "$here/recipes.sh" ;;
     e2e-build) "$here/e2e.sh" --build-only ;;
     image-build) $cargo build --profile image -p kcm-rs ;;
     image) "$here/image.sh" ;;

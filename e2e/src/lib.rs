@@ -12,6 +12,7 @@ pub mod job_soak;
 pub mod json;
 mod kcm_rs;
 mod namespace;
+pub mod podman;
 pub mod pods;
 pub mod random_differential;
 pub mod replicaset_scenarios;

@@ -3,14 +3,15 @@
 //! network, the kubeconfig mounted read-only. It must win the Lease, reconcile a ReplicaSet on the
 //! local control plane, answer its probes over HTTPS, and exit 0 on SIGTERM within the grace period.
 //! Prints the start-to-ready time.
-//!
-//! On these machines (cgroup v1 beside a v2 mount, a capped open-files limit) podman only starts a
-//! container with runc, cgroupfs and explicit ulimits; crun refuses the hybrid cgroups.
 
-use std::{process::Command, time::Duration};
+use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use kcm_rs_e2e::{Cluster, Mode, ModeGuard, free_port, wait_for, with_namespace};
+use kcm_rs_e2e::{
+    Cluster, Mode, ModeGuard, free_port,
+    podman::{https_status, podman},
+    wait_for, with_namespace,
+};
 use kube::Api;
 
 /// `podman stop`'s grace period before SIGKILL (a Pod's default terminationGracePeriodSeconds).
@@ -24,20 +25,6 @@ fn container_name(cluster: &Cluster) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned());
     format!("kcm-rs-image-e2e-{}", run.unwrap_or_default())
-}
-
-fn podman(args: &[&str]) -> (bool, String) {
-    let out = Command::new("podman")
-        .args(["--runtime", "runc", "--cgroup-manager", "cgroupfs"])
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("podman is not usable ({e}): apt-get install -y podman buildah runc"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
 }
 
 /// Removes the container when the test ends, however it ends.
@@ -100,14 +87,7 @@ async fn disruptive_the_image_runs_hardened_leads_reconciles_and_stops_cleanly()
         assert!(ok, "podman run failed:\n{out}");
         let _container = Container(name.to_owned());
         let logs = || podman(&["logs", name]).1;
-        let readyz = move || {
-            Command::new("curl")
-                .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2"])
-                .arg(format!("https://127.0.0.1:{port}/readyz"))
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_default()
-        };
+        let readyz = move || https_status(port, "/readyz");
         wait_for(
             "the container's /readyz over HTTPS",
             Duration::from_secs(60),
