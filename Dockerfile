@@ -3,6 +3,9 @@
 # Rules checked by cmd/kcm-rs/tests/dockerfile.rs: versioned base images, a final stage FROM scratch
 # (no shell, no package manager), a numeric non-root USER, an exec-form ENTRYPOINT.
 FROM docker.io/library/rust:1.95.0-bookworm AS build
+# .git stays out of the context: `--version`'s commit comes from here
+# (docker build --build-arg KCM_RS_GIT_COMMIT=$(git rev-parse HEAD) ...), "unknown" without it.
+ARG KCM_RS_GIT_COMMIT=
 WORKDIR /src
 COPY . .
 # The binary, exactly the shared libraries it loads, a passwd entry for uid 65532 and the CA bundle:

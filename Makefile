@@ -74,6 +74,13 @@ bench-sharded:
 bench-e2e-smoke:
 	CARGO=$(CARGO) hack/bench.sh --scale tiny --qps 100/200
 
+# Release binaries (hack/dist.sh): static kcm-rs for linux amd64 and arm64 in dist/, with SHA256SUMS,
+# in the shipped `image` profile; checks that the amd64 one runs and the arm64 one is a static aarch64
+# executable. Installs the musl targets, zig and cargo-zigbuild if missing.
+.PHONY: dist
+dist:
+	CARGO=$(CARGO) hack/dist.sh
+
 # The kubeadm and kind recipes (deploy/kubeadm, deploy/kind) checked with the pinned kubeadm and kind's own
 # configuration code, up to the static pods kubeadm writes (hack/recipes.sh).
 .PHONY: recipes

@@ -13,6 +13,9 @@
 #   image-build        kcm-rs in the `image` profile (thin LTO here, see below): the image and the bench
 #   image              the kcm-rs:dev image from it (hack/image.sh, buildah)
 #   conformance-build  upstream's e2e.test (hack/conformance.sh --build-only; nothing when cached)
+#   dist               hack/dist.sh --profile dev: the static linux amd64 and arm64 binaries cross-built,
+#                      the amd64 one run, the arm64 one checked (into target/dist-check). Beside e2e
+#                      when both run: see run_beside
 #   e2e                hack/e2e.sh --no-build in $KCM_RS_E2E_LANES lanes (2): the parallel tests, every
 #                      e2e and soak suite (short seeds), the image suites, conformance-ci and bench-smoke
 #                      ($KCM_RS_E2E_ITEMS, hack/e2e.sh's items, to run fewer)
@@ -25,7 +28,7 @@ cd "$here/.."
 cargo=${CARGO:-cargo}
 lanes=${KCM_RS_E2E_LANES:-2}
 read -r -a e2e_items <<<"${KCM_RS_E2E_ITEMS:-all image static_pod conformance-ci bench-smoke}"
-all_stages=(fmt-check clippy unit control-plane recipes e2e-build image-build image conformance-build e2e)
+all_stages=(fmt-check clippy unit control-plane recipes e2e-build image-build image conformance-build dist e2e)
 # The tests prove the code, not its link: the image they build and run, and the bench smoke run,
 # take the `image` profile with thin LTO over 16 codegen units, which links on both cores. The
 # profile's own fat LTO with one codegen unit spends its last six minutes on one core, the longest
@@ -46,6 +49,7 @@ stage_command() {
     image-build) $cargo build --profile image -p kcm-rs ;;
     image) "$here/image.sh" ;;
     conformance-build) "$here/conformance.sh" --build-only ;;
+    dist) nice -n 19 "$here/dist.sh" --profile dev --out target/dist-check ;;
     e2e) "$here/e2e.sh" --no-build --lanes "$lanes" "${e2e_items[@]}" ;;
   esac
 }
@@ -91,14 +95,42 @@ finish() {
   exit "$rc"
 }
 
+# dist beside the e2e lanes: they mostly wait on their control planes, and the cross builds (about 6
+# CPU-minutes in the dev profile) take, at nice 19, only the cycles the lanes leave. Its output goes
+# to a file, printed when it ends, so that it does not interleave with the lanes'.
+beside_pid='' beside_log=''
+run_beside() {
+  beside_log=$(mktemp)
+  printf '\n[test] ===== %s (beside the next stages; output when it ends) =====\n' "$1"
+  run_stage "$1" >"$beside_log" 2>&1 &
+  beside_pid=$!
+}
+
+wait_beside() {
+  [[ -n $beside_pid ]] || return 0
+  local rc=0
+  wait "$beside_pid" || rc=$?
+  cat "$beside_log"
+  rm -f "$beside_log"
+  beside_pid=''
+  return "$rc"
+}
+
 main() {
-  local stages=("$@") s
+  local stages=("$@") s rc=0
   ((${#stages[@]})) || stages=("${all_stages[@]}")
   for s in "${stages[@]}"; do
     [[ " ${all_stages[*]} " == *" $s "* ]] || die "unknown stage '$s' (stages: ${all_stages[*]})"
   done
   trap finish EXIT
-  for s in "${stages[@]}"; do run_stage "$s"; done
+  for s in "${stages[@]}"; do
+    if [[ $s == dist && " ${stages[*]} " == *" e2e "* ]]; then
+      run_beside "$s"
+    else
+      run_stage "$s" || { rc=$?; wait_beside || true; return "$rc"; }
+    fi
+  done
+  wait_beside
 }
 
 main "$@"

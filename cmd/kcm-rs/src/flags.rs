@@ -58,11 +58,21 @@ pub enum ShadowPerturbation {
     IgnoreSuspend,
 }
 
+/// What `--version` prints after the name: the crate's version and the commit it was built from, as
+/// KCM's `--version` carries its release and (`=raw`) its gitCommit.
+pub const VERSION: &str = concat!(
+    "v",
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("KCM_RS_GIT_COMMIT"),
+    ")"
+);
+
 /// The Kubernetes controller manager for the workload controllers (Deployment, ReplicaSet, Job),
 /// in Rust. It runs the controllers that are enabled and implemented, behind one leader election,
 /// and serves /healthz, /livez, /readyz and /metrics.
 #[derive(Debug, Parser)]
-#[command(name = "kcm-rs", version, about, long_about = None, max_term_width = 110, args_override_self = true)]
+#[command(name = "kcm-rs", version = VERSION, about, long_about = None, max_term_width = 110, args_override_self = true)]
 pub struct Args {
     /// Path to kubeconfig file with authorization and master location information. Without it:
     /// in-cluster configuration, then $KUBECONFIG, then ~/.kube/config.
