@@ -220,14 +220,42 @@ async fn connect(args: &Args) -> anyhow::Result<(Clients, serving_flags::Delegat
         args.kube_api_burst,
         args.shadow,
     )?;
-    let version = clients
-        .client_for(SHARED_INFORMERS)?
+    let client = clients.client_for(SHARED_INFORMERS)?;
+    wait_for_api_server(&client)
+        .await
+        .with_context(|| format!("failed to wait for the API server at {server_url} being healthy"))?;
+    let version = client
         .apiserver_version()
         .await
         .with_context(|| format!("cannot reach the API server at {server_url}"))?;
     tracing::info!(server = %server_url, version = %version.git_version, "connected");
     let delegation = client::delegation_clients(args, &config).await?;
     Ok((clients, delegation))
+}
+
+/// How long start-up waits for the API server's `/healthz` to answer `ok`, asking every
+/// [`API_SERVER_POLL`]: KCM's `WaitForAPIServer` (10 s, every second), for an API server started at
+/// the same time as the controller manager (kwokctl, a node's static pods).
+const API_SERVER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+const API_SERVER_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+async fn wait_for_api_server(client: &kube::Client) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + API_SERVER_WAIT;
+    loop {
+        let request = http::Request::get("/healthz").body(Vec::new())?;
+        let last = match client.request_text(request).await {
+            Ok(body) if body.trim() == "ok" => return Ok(()),
+            Ok(body) => format!("API server isn't healthy: {body}"),
+            // Its body lists every check; the code is what matters until it is 200.
+            Err(kube::Error::Api(s)) => format!("API server isn't healthy yet: /healthz answered {}", s.code),
+            Err(e) => format!("failed to get the API server's /healthz: {e}"),
+        };
+        if tokio::time::Instant::now() + API_SERVER_POLL > deadline {
+            anyhow::bail!("{last}");
+        }
+        tracing::warn!("{last}; waiting a little while");
+        tokio::time::sleep(API_SERVER_POLL).await;
+    }
 }
 
 /// Shadow mode's record of disagreements, each counted in `kcm_rs_shadow_divergences_total`.
