@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from pinned
-# Go modules (hack/versions.env) into a cache outside the repo, keyed by version:
+# Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, kwokctl and
+# kubeadm from pinned Go modules (hack/versions.env) into a cache outside the repo, keyed by version:
 #   ${KCM_RS_CACHE:-$HOME/.cache/kcm-rs}/bin/<component>-<version>/
 # A second run with the same versions does nothing. Prints the bin directory on stdout's last line.
 set -euo pipefail
@@ -80,9 +80,21 @@ build_kwok() {
   mv "$out.tmp" "$out"
 }
 
+# kwokctl, for the kwokctl recipe's suite (hack/kwokctl.sh): from the same pinned module as kwok.
+build_kwokctl() {
+  local out=$bin/kwokctl-$KWOK_VERSION
+  [[ -x $out/kwokctl ]] && return 0
+  log "kwokctl $KWOK_VERSION: building (first time only)"
+  mkdir -p "$out.tmp"
+  GOBIN=$out.tmp go install -trimpath -ldflags '-s -w' "sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION" >&2 \
+    || { rm -rf "$out.tmp"; fail "kwokctl build (see output above)"; }
+  mv "$out.tmp" "$out"
+}
+
 start=$(date +%s)
 build_etcd
 build_kwok
+build_kwokctl
 build_kube
 build_kubeadm
 log "all components ready in $(( $(date +%s) - start ))s"

@@ -17,7 +17,8 @@
 #                      the amd64 one run, the arm64 one checked (into target/dist-check). Beside e2e
 #                      when both run: see run_beside
 #   e2e                hack/e2e.sh --no-build in $KCM_RS_E2E_LANES lanes (2): the parallel tests, every
-#                      e2e and soak suite (short seeds), the image suites, conformance-ci and bench-smoke
+#                      e2e and soak suite (short seeds), the image suites, the kwokctl and envtest
+#                      recipes, conformance-ci and bench-smoke
 #                      ($KCM_RS_E2E_ITEMS, hack/e2e.sh's items, to run fewer)
 #
 # The builds come first, one at a time, each binary once: they are what the CPU is for. The e2e work,
@@ -27,7 +28,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here/.."
 cargo=${CARGO:-cargo}
 lanes=${KCM_RS_E2E_LANES:-2}
-read -r -a e2e_items <<<"${KCM_RS_E2E_ITEMS:-all image static_pod conformance-ci bench-smoke}"
+read -r -a e2e_items <<<"${KCM_RS_E2E_ITEMS:-all image static_pod kwokctl envtest-go conformance-ci bench-smoke}"
 all_stages=(fmt-check clippy unit control-plane recipes e2e-build image-build image conformance-build dist e2e)
 # The tests prove the code, not its link: the image they build and run, and the bench smoke run,
 # take the `image` profile with thin LTO over 16 codegen units, which links on both cores. The
