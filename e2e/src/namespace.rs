@@ -64,6 +64,24 @@ impl TestNamespace {
         .await;
     }
 
+    /// Waits, at most `timeout`, until Deployment `name` has rolled out `replicas` pods (observed,
+    /// all updated, all available), as `kubectl rollout status` does.
+    pub async fn deployment_rolled_out(&self, name: &str, replicas: i32, timeout: Duration) {
+        let deployments = self.api::<Deployment>();
+        wait_for(&format!("Deployment {name} to roll out"), timeout, || {
+            let deployments = deployments.clone();
+            async move {
+                let d = deployments.get(name).await.map_err(|e| e.to_string())?;
+                let s = d.status.unwrap_or_default();
+                let done = s.observed_generation == d.metadata.generation
+                    && s.updated_replicas == Some(replicas)
+                    && s.available_replicas == Some(replicas);
+                if done { Ok(()) } else { Err(format!("{s:?}")) }
+            }
+        })
+        .await;
+    }
+
     /// An `Api` for a namespaced kind in this namespace.
     pub fn api<K>(&self) -> Api<K>
     where

@@ -42,3 +42,15 @@ pub fn https_status(port: u16, path: &str) -> String {
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default()
 }
+
+/// The image the image suites run (KCM_RS_IMAGE, default kcm-rs:dev); fails the test, saying how to
+/// build it, if podman does not have it.
+pub fn test_image() -> String {
+    let image = std::env::var("KCM_RS_IMAGE").unwrap_or_else(|_| "kcm-rs:dev".into());
+    let (exists, _) = podman(&["image", "exists", &image]);
+    assert!(
+        exists,
+        "no image {image}: build it with hack/image.sh (make image-e2e does)"
+    );
+    image
+}

@@ -9,49 +9,27 @@ use std::time::Duration;
 
 use k8s_openapi::api::{apps::v1::Deployment, batch::v1::Job, coordination::v1::Lease};
 use kcm_rs::ControllerManager;
-use kcm_rs_e2e::{Cluster, Mode, ModeGuard, TestNamespace, wait_for, with_namespace};
+use kcm_rs_e2e::{
+    Cluster, Mode, ModeGuard, TestNamespace, deployment_scenarios::deployment_manifest, wait_for,
+    with_namespace,
+};
 use kube::{Api, api::PostParams};
+use serde_json::json;
 
 /// A node hack/cluster.sh registers (KWOK keeps it Ready).
 const NODE: &str = "kwok-node-0";
 const WAIT: Duration = Duration::from_secs(60);
 
 async fn create_deployment(ns: &TestNamespace, name: &str, replicas: i32) {
-    let d: Deployment = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "nodeName": NODE,
-                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]
-                }
-            }
-        }
-    }))
-    .expect("a Deployment");
+    // No scheduler runs: the pods name their node.
+    let template = json!({"template": {"spec": {"nodeName": NODE}}});
     ns.api::<Deployment>()
-        .create(&PostParams::default(), &d)
+        .create(
+            &PostParams::default(),
+            &deployment_manifest(name, replicas, "registry.k8s.io/pause:3.10", template),
+        )
         .await
         .expect("creating the Deployment");
-}
-
-async fn rolled_out(ns: &TestNamespace, name: &str, replicas: i32) {
-    let deployments = ns.api::<Deployment>();
-    wait_for(&format!("Deployment {name} to roll out"), WAIT, || {
-        let deployments = deployments.clone();
-        async move {
-            let d = deployments.get(name).await.map_err(|e| e.to_string())?;
-            let s = d.status.unwrap_or_default();
-            let done = s.observed_generation == d.metadata.generation
-                && s.updated_replicas == Some(replicas)
-                && s.available_replicas == Some(replicas);
-            if done { Ok(()) } else { Err(format!("{s:?}")) }
-        }
-    })
-    .await;
 }
 
 #[tokio::test]
@@ -76,7 +54,7 @@ async fn disruptive_embedded_controllers_run_without_kube_controller_manager() {
         println!("embedded start to synced: {} ms", t0.elapsed().as_millis());
 
         create_deployment(&ns, "web", 2).await;
-        rolled_out(&ns, "web", 2).await;
+        ns.deployment_rolled_out("web", 2, WAIT).await;
         println!(
             "embedded start to a rolled-out Deployment: {} ms",
             t0.elapsed().as_millis()
@@ -132,7 +110,7 @@ async fn disruptive_embedded_controllers_run_without_kube_controller_manager() {
         let first = manager("first").start().await.expect("the first manager");
         let second = tokio::spawn(manager("second").start());
         create_deployment(&ns, "led", 1).await;
-        rolled_out(&ns, "led", 1).await;
+        ns.deployment_rolled_out("led", 1, WAIT).await;
         let holder = |leases: Api<Lease>, lease: String| async move {
             leases
                 .get(&lease)
@@ -167,7 +145,7 @@ async fn disruptive_embedded_controllers_run_without_kube_controller_manager() {
             )
             .await
             .expect("scaling the Deployment");
-        rolled_out(&ns, "led", 2).await;
+        ns.deployment_rolled_out("led", 2, WAIT).await;
         second.shutdown().await;
     })
     .await;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use kcm_rs_e2e::{
     Cluster, Mode, ModeGuard, free_port,
-    podman::{https_status, podman},
+    podman::{https_status, podman, test_image},
     wait_for, with_namespace,
 };
 use kube::Api;
@@ -38,12 +38,7 @@ impl Drop for Container {
 
 #[tokio::test]
 async fn disruptive_the_image_runs_hardened_leads_reconciles_and_stops_cleanly() {
-    let image = std::env::var("KCM_RS_IMAGE").unwrap_or_else(|_| "kcm-rs:dev".into());
-    let (exists, _) = podman(&["image", "exists", &image]);
-    assert!(
-        exists,
-        "no image {image}: build it with hack/image.sh (make image-e2e does)"
-    );
+    let image = test_image();
     let cluster = Cluster::connect().await;
     let _mode = ModeGuard::enter(&cluster, Mode::Replace);
     with_namespace(cluster.clone(), "image", |ns| async move {

@@ -13,17 +13,21 @@ use std::{path::Path, time::Duration};
 
 use k8s_openapi::api::{apps::v1::Deployment, coordination::v1::Lease};
 use kcm_rs_e2e::{
-    Cluster, Mode, ModeGuard, free_port,
-    podman::{https_status, podman},
+    Cluster, Mode, ModeGuard,
+    deployment_scenarios::deployment_manifest,
+    free_port,
+    podman::{https_status, podman, test_image},
     serving::{client_cert, cluster_ca},
     wait_for, with_namespace,
 };
 use kube::{Api, api::PostParams};
+use serde_json::json;
 
 /// The user kubeadm's controller-manager.conf authenticates as.
 const KCM_USER: &str = "system:kube-controller-manager";
 /// The Lease the manifest's kcm-rs elects its leader with (the flag's default).
 const LEASE: &str = "kcm-rs";
+const PAUSE: &str = "registry.k8s.io/pause:3.10";
 /// How long the pod may take to lead and reconcile; the image suite's own budget.
 const WAIT: Duration = Duration::from_secs(90);
 
@@ -99,12 +103,7 @@ impl Drop for Played {
 
 #[tokio::test]
 async fn disruptive_the_kubeadm_static_pod_leads_and_rolls_out_a_deployment() {
-    let image = std::env::var("KCM_RS_IMAGE").unwrap_or_else(|_| "kcm-rs:dev".into());
-    let (exists, _) = podman(&["image", "exists", &image]);
-    assert!(
-        exists,
-        "no image {image}: build it with hack/image.sh (make image-e2e does)"
-    );
+    let image = test_image();
     let cluster = Cluster::connect().await;
     let _mode = ModeGuard::enter(&cluster, Mode::Replace);
     cluster.apply_shipped_rbac();
@@ -164,35 +163,14 @@ async fn disruptive_the_kubeadm_static_pod_leads_and_rolls_out_a_deployment() {
     .await;
 
     with_namespace(cluster.clone(), "static-pod", |ns| async move {
-        let d: Deployment = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "web"},
-            "spec": {
-                "replicas": 2,
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": {
-                    "metadata": {"labels": {"app": "web"}},
-                    "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
-                }
-            }
-        }))
-        .expect("a Deployment");
-        let deployments = ns.api::<Deployment>();
-        deployments
-            .create(&PostParams::default(), &d)
+        ns.api::<Deployment>()
+            .create(
+                &PostParams::default(),
+                &deployment_manifest("web", 2, PAUSE, json!({})),
+            )
             .await
             .expect("creating the Deployment");
-        wait_for("the Deployment to roll out", WAIT, || {
-            let deployments = deployments.clone();
-            async move {
-                let d = deployments.get("web").await.map_err(|e| e.to_string())?;
-                let s = d.status.unwrap_or_default();
-                let done = s.observed_generation == d.metadata.generation
-                    && s.updated_replicas == Some(2)
-                    && s.available_replicas == Some(2);
-                if done { Ok(()) } else { Err(format!("{s:?}")) }
-            }
-        })
-        .await;
+        ns.deployment_rolled_out("web", 2, WAIT).await;
         println!(
             "kube play to a rolled-out Deployment: {} ms",
             started.elapsed().as_millis()
