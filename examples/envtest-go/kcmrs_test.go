@@ -2,6 +2,7 @@ package kcmrs_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -32,17 +33,50 @@ func waitFor(t *testing.T, what string, check func() (bool, error)) {
 	t.Fatalf("%s: not within a minute (last error: %v)", what, last)
 }
 
+// available is true once d's controller has seen its latest spec and it runs want ready pods of it.
+func available(d *appsv1.Deployment, want int32) bool {
+	s := d.Status
+	if s.ObservedGeneration != d.Generation || s.UpdatedReplicas != want || s.AvailableReplicas != want {
+		return false
+	}
+	for _, c := range s.Conditions {
+		if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// complete is true once j has the Complete condition.
+func complete(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
 // A Deployment rolls out and a Job completes on envtest's API server, with kcm-rs as the
-// controllers, KWOK as the node and kube-scheduler binding the pods.
+// controllers, KWOK as the node and, if $KUBE_SCHEDULER_BIN is set, kube-scheduler binding the
+// pods.
 func TestDeploymentRollsOutAndJobCompletes(t *testing.T) {
-	ctx := context.Background()
+	// Without a node no pod ever becomes Ready: better said now than after a minute's wait.
+	if os.Getenv("KWOK_BIN") == "" {
+		t.Fatal("this test needs KWOK_BIN and KWOK_CONFIG (hack/envtest-go.sh sets them)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	t0 := time.Now()
+	since := func() time.Duration { return time.Since(t0).Round(time.Millisecond) }
+
 	env := &envtest.Environment{}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = env.Stop() }()
+	t.Logf("%8s  envtest started", since())
 
 	// The three lines a test adds.
 	p, err := kcmrs.Start(ctx, env, kcmrs.Options{})
@@ -50,10 +84,13 @@ func TestDeploymentRollsOutAndJobCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop()
+	t.Logf("%8s  kcm-rs ready", since())
 
 	c := kubernetes.NewForConfigOrDie(cfg)
-	if err := kcmrs.RegisterNode(ctx, c); err != nil {
-		t.Fatal(err)
+	// Real manifests leave nodeName to the scheduler; without one, bind the pods directly.
+	nodeName := ""
+	if os.Getenv("KUBE_SCHEDULER_BIN") == "" {
+		nodeName = kcmrs.NodeName
 	}
 	labels := map[string]string{"app": "web"}
 	d := &appsv1.Deployment{
@@ -63,7 +100,10 @@ func TestDeploymentRollsOutAndJobCompletes(t *testing.T) {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+				Spec: corev1.PodSpec{
+					NodeName:   nodeName,
+					Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+				},
 			},
 		},
 	}
@@ -75,16 +115,16 @@ func TestDeploymentRollsOutAndJobCompletes(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		s := d.Status
-		return s.ObservedGeneration == d.Generation && s.UpdatedReplicas == 2 && s.AvailableReplicas == 2, nil
+		return available(d, 2), nil
 	})
-	t.Logf("envtest start to a rolled-out Deployment: %s", time.Since(t0).Round(time.Millisecond))
+	t.Logf("%8s  Deployment rolled out: Available, 2 available replicas", since())
 
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "work", Namespace: "default"},
 		Spec: batchv1.JobSpec{
 			Completions: ptr.To[int32](2),
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				NodeName:      nodeName,
 				RestartPolicy: corev1.RestartPolicyNever,
 				Containers:    []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"true"}}},
 			}},
@@ -98,12 +138,7 @@ func TestDeploymentRollsOutAndJobCompletes(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		for _, cond := range j.Status.Conditions {
-			if cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
+		return complete(j) && j.Status.Succeeded == 2, nil
 	})
-	t.Logf("envtest start to a completed Job: %s", time.Since(t0).Round(time.Millisecond))
+	t.Logf("%8s  Job complete: 2 succeeded", since())
 }
