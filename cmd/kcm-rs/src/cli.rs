@@ -221,7 +221,10 @@ async fn connect(args: &Args) -> anyhow::Result<(Clients, serving_flags::Delegat
         args.shadow,
     )?;
     let client = clients.client_for(SHARED_INFORMERS)?;
-    wait_for_api_server(&client)
+    // KCM waits 10 s only once it leads; before that its election retries for as long as the API
+    // server is away. kcm-rs connects before it elects, so with an election it waits as long.
+    let patience = (!args.leader_elect || args.shadow).then_some(API_SERVER_WAIT);
+    wait_for_api_server(&client, patience)
         .await
         .with_context(|| format!("failed to wait for the API server at {server_url} being healthy"))?;
     let version = client
@@ -233,14 +236,18 @@ async fn connect(args: &Args) -> anyhow::Result<(Clients, serving_flags::Delegat
     Ok((clients, delegation))
 }
 
-/// How long start-up waits for the API server's `/healthz` to answer `ok`, asking every
-/// [`API_SERVER_POLL`]: KCM's `WaitForAPIServer` (10 s, every second), for an API server started at
-/// the same time as the controller manager (kwokctl, a node's static pods).
+/// How long start-up without leader election waits for the API server's `/healthz` to answer `ok`,
+/// asking every [`API_SERVER_POLL`]: KCM's `WaitForAPIServer` (10 s, every second), for an API
+/// server started at the same time as the controller manager (kwokctl, a node's static pods).
 const API_SERVER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 const API_SERVER_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
-async fn wait_for_api_server(client: &kube::Client) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + API_SERVER_WAIT;
+/// Asks `/healthz` until it answers `ok`; gives up after `patience` if there is one.
+async fn wait_for_api_server(
+    client: &kube::Client,
+    patience: Option<std::time::Duration>,
+) -> anyhow::Result<()> {
+    let deadline = patience.map(|p| tokio::time::Instant::now() + p);
     loop {
         let request = http::Request::get("/healthz").body(Vec::new())?;
         let last = match client.request_text(request).await {
@@ -250,7 +257,7 @@ async fn wait_for_api_server(client: &kube::Client) -> anyhow::Result<()> {
             Err(kube::Error::Api(s)) => format!("API server isn't healthy yet: /healthz answered {}", s.code),
             Err(e) => format!("failed to get the API server's /healthz: {e}"),
         };
-        if tokio::time::Instant::now() + API_SERVER_POLL > deadline {
+        if deadline.is_some_and(|d| tokio::time::Instant::now() + API_SERVER_POLL > d) {
             anyhow::bail!("{last}");
         }
         tracing::warn!("{last}; waiting a little while");
