@@ -77,9 +77,14 @@ bench-e2e-smoke:
 # Release binaries (hack/dist.sh): static kcm-rs for linux amd64 and arm64 in dist/, with SHA256SUMS,
 # in the shipped `image` profile; checks that the amd64 one runs and the arm64 one is a static aarch64
 # executable. Installs the musl targets, zig and cargo-zigbuild if missing.
-.PHONY: dist
+.PHONY: dist dist-check
 dist:
 	CARGO=$(CARGO) hack/dist.sh
+
+# The same cross builds in the dev profile, and their checks, into target/dist-check (not in make test:
+# see hack/test.sh).
+dist-check:
+	CARGO=$(CARGO) hack/test.sh dist
 
 # The kubeadm and kind recipes (deploy/kubeadm, deploy/kind) checked with the pinned kubeadm and kind's own
 # configuration code, up to the static pods kubeadm writes (hack/recipes.sh).
