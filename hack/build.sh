@@ -70,31 +70,22 @@ build_kubeadm() {
   rm -rf "$out" && mv "$out.tmp" "$out"
 }
 
-build_kwok() {
-  local out=$bin/kwok-$KWOK_VERSION
-  [[ -x $out/kwok ]] && return 0
-  log "kwok $KWOK_VERSION: building (first time only)"
+# build_kwok_command NAME: one command of the pinned KWOK module (kwok; kwokctl for the kwokctl
+# recipe's suite, hack/kwokctl.sh), each into a directory of its own.
+build_kwok_command() {
+  local name=$1 out=$bin/$1-$KWOK_VERSION
+  [[ -x $out/$name ]] && return 0
+  log "$name $KWOK_VERSION: building (first time only)"
   mkdir -p "$out.tmp"
-  GOBIN=$out.tmp go install -trimpath -ldflags '-s -w' "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2 \
-    || { rm -rf "$out.tmp"; fail "kwok build (see output above)"; }
-  mv "$out.tmp" "$out"
-}
-
-# kwokctl, for the kwokctl recipe's suite (hack/kwokctl.sh): from the same pinned module as kwok.
-build_kwokctl() {
-  local out=$bin/kwokctl-$KWOK_VERSION
-  [[ -x $out/kwokctl ]] && return 0
-  log "kwokctl $KWOK_VERSION: building (first time only)"
-  mkdir -p "$out.tmp"
-  GOBIN=$out.tmp go install -trimpath -ldflags '-s -w' "sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION" >&2 \
-    || { rm -rf "$out.tmp"; fail "kwokctl build (see output above)"; }
+  GOBIN=$out.tmp go install -trimpath -ldflags '-s -w' "sigs.k8s.io/kwok/cmd/$name@$KWOK_VERSION" >&2 \
+    || { rm -rf "$out.tmp"; fail "$name build (see output above)"; }
   mv "$out.tmp" "$out"
 }
 
 start=$(date +%s)
 build_etcd
-build_kwok
-build_kwokctl
+build_kwok_command kwok
+build_kwok_command kwokctl
 build_kube
 build_kubeadm
 log "all components ready in $(( $(date +%s) - start ))s"
