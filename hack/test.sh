@@ -30,10 +30,9 @@ cargo=${CARGO:-cargo}
 lanes=${KCM_RS_E2E_LANES:-2}
 read -r -a e2e_items <<<"${KCM_RS_E2E_ITEMS:-all image static_pod kwokctl envtest-go conformance-ci bench-smoke}"
 all_stages=(fmt-check clippy unit control-plane recipes e2e-build image-build image conformance-build e2e)
-# Stages run only when named. dist is about 15 CPU-minutes: after e2e it would take a cold make test
-# past 45 minutes, and beside the e2e lanes (nice 19; autogroups make nice count only within a
-# session) it slowed the sharding suite from 270 to 698 s, and shard_faults failed its write audit
-# (2026-11-26).
+# Stages run only when named. dist's cross builds would take a cold make test past 45 minutes after
+# e2e, and beside the e2e lanes (even at nice 19: autogroups make nice count only within a session)
+# they slowed the sharding suites by more than half and shard_faults failed its write audit.
 named_stages=(dist)
 # The tests prove the code, not its link: the image they build and run, and the bench smoke run,
 # take the `image` profile with thin LTO over 16 codegen units, which links on both cores. The
