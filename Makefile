@@ -81,13 +81,13 @@ bench-e2e-smoke:
 dist:
 	CARGO=$(CARGO) hack/dist.sh
 
-# The same cross builds in the dev profile, and their checks, into target/dist-check (not in make test:
-# see hack/test.sh).
+# The same cross builds in the dev profile, and their checks, into target/dist-check: make test's dist
+# stage, whose amd64 binary the image and the bench smoke run then take.
 dist-check:
 	CARGO=$(CARGO) hack/test.sh dist
 
-# The kubeadm and kind recipes (deploy/kubeadm, deploy/kind) checked with the pinned kubeadm and kind's own
-# configuration code, up to the static pods kubeadm writes (hack/recipes.sh).
+# The kubeadm, kind, k3d and k3s recipes (deploy/kubeadm, deploy/kind, deploy/k3s) checked with the pinned
+# kubeadm, kind's and k3d's own configuration code and the pinned KCM, up to the static pods (hack/recipes.sh).
 .PHONY: recipes
 recipes:
 	hack/build.sh >/dev/null && hack/recipes.sh

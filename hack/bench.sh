@@ -16,7 +16,8 @@
 # kcm-rs is the binary the container image ships: the `image` profile (fat LTO, one codegen unit,
 # stripped), which uses less CPU and RSS than `--release`
 # (benches/results/2026-11-24-image-profile.md); KCM_RS_PROFILE=release measures the plain release
-# build instead.
+# build instead; KCM_RS_BENCH_BIN=path runs that binary, unbuilt (make test's smoke run passes the
+# static amd64 binary of hack/dist.sh).
 #
 # Not part of `make test` (`make bench-e2e`; CI runs `--scale tiny` once to see it start). The API
 # server writes an audit log of the measured process's requests (KCM_RS_AUDIT=1, user `bench`).
@@ -32,12 +33,17 @@ cargo=${CARGO:-cargo}
 export KCM_RS_RUN_DIR=${KCM_RS_RUN_DIR:-/tmp/kcm-rs-bench}
 export KCM_RS_AUDIT=1
 
-profile=${KCM_RS_PROFILE:-image}
-$cargo build --profile "$profile" -p kcm-rs
+if [[ -n ${KCM_RS_BENCH_BIN:-} ]]; then
+  binary=$KCM_RS_BENCH_BIN profile=${KCM_RS_PROFILE:-given}
+else
+  profile=${KCM_RS_PROFILE:-image} binary=target/${KCM_RS_PROFILE:-image}/kcm-rs
+  [[ $profile == dev ]] && binary=target/debug/kcm-rs
+  $cargo build --profile "$profile" -p kcm-rs
+fi
 "$here/cluster.sh" down >/dev/null 2>&1 || true
 logs=${KCM_RS_RUN_DIR}.logs # kept after the control plane is gone
 trap 'rm -rf "$logs"; cp -r "$KCM_RS_RUN_DIR/logs" "$logs" 2>/dev/null; "$here/cluster.sh" down; echo "logs: $logs"' EXIT
 "$here/cluster.sh" up --mode replace
 eval "$("$here/cluster.sh" env)"
 set -a; source "$KCM_RS_RUN_DIR/cluster.env"; set +a
-KCM_RS_PROFILE=$profile KCM_RS_BINARY=target/$profile/kcm-rs python3 "$here/bench/$runner.py" "$@"
+KCM_RS_PROFILE=$profile KCM_RS_BINARY=$binary python3 "$here/bench/$runner.py" "$@"

@@ -6,19 +6,32 @@
 #
 # The Dockerfile builds the same layout for users with a registry; this script is what CI runs
 # (no Docker daemon, no registry access here). Needs podman and buildah: apt-get install -y podman buildah runc.
+#
+# Usage: hack/image.sh [--binary PATH]
+#   --binary  put this kcm-rs in the image instead of building the `image` profile (make test passes
+#             the static amd64 binary hack/dist.sh cross-builds)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here/.."
 cargo=${CARGO:-cargo}
 tag=${KCM_RS_IMAGE:-kcm-rs:dev}
 die() { echo "[image] $*" >&2; exit 1; }
+bin=
+case ${1:-} in
+  --binary) bin=${2:?--binary needs a path} ;;
+  "") ;;
+  *) die "usage: hack/image.sh [--binary PATH]" ;;
+esac
 for c in buildah podman; do
   command -v "$c" >/dev/null || die "$c is missing: apt-get install -y podman buildah runc"
 done
 [ -f /etc/ssl/certs/ca-certificates.crt ] || die "no CA bundle: apt-get install -y ca-certificates"
 
-$cargo build --profile image -p kcm-rs
-bin=target/image/kcm-rs
+if [[ -z $bin ]]; then
+  $cargo build --profile image -p kcm-rs
+  bin=target/image/kcm-rs
+fi
+[[ -x $bin ]] || die "no kcm-rs binary at $bin"
 stage=$(mktemp -d)
 ctr=
 cleanup() { rm -rf "$stage"; [ -z "$ctr" ] || buildah rm "$ctr" >/dev/null 2>&1 || true; }
