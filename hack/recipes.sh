@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Checks the kubeadm and kind recipes (deploy/kubeadm, deploy/kind) as far as this machine can without
-# a kubelet or a container engine for kind: every step up to the static pods kubeadm would write.
+# Checks the kubeadm, kind, k3d and k3s recipes (deploy/kubeadm, deploy/kind, deploy/k3s) as far as this
+# machine can without a kubelet, a container engine or k3s: every step up to the static pods.
 #
 #   1. deploy/kubeadm/cluster-configuration.yaml passes the pinned kubeadm's `config validate`, and
 #      kubeadm turns it into a kube-controller-manager static pod with the --controllers we document.
@@ -9,8 +9,14 @@
 #      are kind's internal packages); the kubeadm configuration kind would write passes the same two
 #      checks, and the node mounts deploy/kubeadm/kcm-rs.yaml into /etc/kubernetes/manifests.
 #   3. deploy/kubeadm/kcm-rs.yaml mounts the kubeconfig KCM's static pod uses, at the same path.
+#   4. deploy/k3s/k3d.yaml goes through k3d's own loader (schema, environment expansion), processing
+#      and transformation into nodes (hack/recipes/k3dcheck.go, built against the pinned k3d module):
+#      the server's kube-controller-manager gets k3s's own --controllers without the three, a value the
+#      pinned kube-controller-manager (the one k3s embeds at this version) accepts, and the server gets
+#      deploy/k3s/kcm-rs.yaml as a static pod, which differs from the kubeadm one in paths only.
 # The static pod itself runs in the image suite (e2e/tests/static_pod.rs, podman kube play) and its RBAC
-# there too. Usage: hack/recipes.sh (needs hack/build.sh's kubeadm; builds kindcheck once, ~20 s).
+# there too. Usage: hack/recipes.sh (needs hack/build.sh's kubeadm and kube-controller-manager; builds
+# kindcheck once, ~20 s, and k3dcheck once, ~85 s).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here/.."
@@ -48,6 +54,23 @@ kindcheck() {
   printf '%s\n' "$out"
 }
 
+# k3dcheck, rebuilt when its source or the k3d version changes: a module of its own that requires
+# the pinned k3d (its packages are public).
+k3dcheck() {
+  local sum out
+  sum=$(sha256sum "$here/recipes/k3dcheck.go" | cut -c1-12)
+  out=$cache/bin/k3dcheck-$K3D_VERSION-$sum/k3dcheck
+  if [[ ! -x $out ]]; then
+    log "k3dcheck: building against k3d $K3D_VERSION (first time only)"
+    mkdir -p "$tmp/k3dcheck" "$(dirname "$out")"
+    cp "$here/recipes/k3dcheck.go" "$tmp/k3dcheck/main.go"
+    (cd "$tmp/k3dcheck" && go mod init kcm-rs.local/k3dcheck >/dev/null 2>&1 &&
+      go get "github.com/k3d-io/k3d/v5@$K3D_VERSION" >/dev/null 2>&1 && go mod tidy >/dev/null 2>&1 &&
+      go build -trimpath -o "$out" .) >&2 || fail "building k3dcheck"
+  fi
+  printf '%s\n' "$out"
+}
+
 # validate LABEL FILE: kubeadm's own validation, then the KCM static pod kubeadm would write from it
 # (a dry run into $tmp: nothing under /etc/kubernetes), whose --controllers must be ours.
 validate() {
@@ -79,4 +102,36 @@ for want in "- --kubeconfig=$kubeconfig" "mountPath: $kubeconfig" "path: $kubeco
   grep -qF -- "$want" deploy/kubeadm/kcm-rs.yaml || fail "deploy/kubeadm/kcm-rs.yaml lacks '$want' (KCM's static pod has it)"
 done
 log "kcm-rs.yaml: reads $kubeconfig as kube-controller-manager does"
+
+# k3d and k3s. k3s gives its embedded KCM `*,tokencleaner` and, with its cloud controller manager on
+# (the default), `-service,-route,-cloud-node-lifecycle`; the recipe must keep all that.
+k3s_controllers='*,tokencleaner,-service,-route,-cloud-node-lifecycle,-deployment-controller,-replicaset-controller,-job-controller'
+k3d_out=$("$(k3dcheck)" deploy/k3s/k3d.yaml) || fail "k3d rejects deploy/k3s/k3d.yaml"
+got=$(sed -n 's/^arg\t--kube-controller-manager-arg=controllers=//p' <<<"$k3d_out")
+[[ $got == "$k3s_controllers" ]] || fail "k3d: the server's kube-controller-manager gets controllers='$got', want '$k3s_controllers'"
+want_sum=$(sha256sum deploy/k3s/kcm-rs.yaml | cut -d' ' -f1)
+grep -qx $'file\t/var/lib/rancher/k3s/agent/pod-manifests/kcm-rs.yaml\t'"$want_sum" <<<"$k3d_out" ||
+  fail "k3d: the server does not get deploy/k3s/kcm-rs.yaml as a static pod (got: $k3d_out)"
+log "k3d: the server's kube-controller-manager gets controllers=$got and the static pod deploy/k3s/kcm-rs.yaml"
+# kube-controller-manager checks --controllers before it reads its kubeconfig: a known name gets as far
+# as the missing file, an unknown one stops at the list (the second run proves the check can fail).
+kcm=$cache/bin/kube-$KUBE_VERSION/kube-controller-manager
+kcm_accepts() {
+  local err
+  err=$("$kcm" --controllers="$1" --kubeconfig="$tmp/no-such-kubeconfig" --secure-port=0 2>&1) && return 1
+  [[ $err == *no-such-kubeconfig* && $err != *"known controllers"* ]]
+}
+kcm_accepts "$k3s_controllers" || fail "kube-controller-manager $KUBE_VERSION rejects --controllers=$k3s_controllers"
+! kcm_accepts "${k3s_controllers/-job-controller/-jobs-controller}" || fail "kube-controller-manager accepts a controller it does not know"
+log "k3s: kube-controller-manager $KUBE_VERSION accepts it"
+# The k3s static pod is the kubeadm one with k3s's paths, and nothing else.
+k3s_paths() {
+  sed -n '/^apiVersion:/,$p' "$1" | sed \
+    -e 's#/etc/kubernetes/controller-manager.conf#/var/lib/rancher/k3s/server/cred/controller.kubeconfig#' \
+    -e 's#--client-ca-file=/etc/kubernetes/pki/ca.crt#--client-ca-file=/var/lib/rancher/k3s/server/tls/client-ca.crt#' \
+    -e 's#/etc/kubernetes/pki#/var/lib/rancher/k3s/server/tls#'
+}
+diff <(k3s_paths deploy/kubeadm/kcm-rs.yaml) <(sed -n '/^apiVersion:/,$p' deploy/k3s/kcm-rs.yaml) >&2 ||
+  fail "deploy/k3s/kcm-rs.yaml differs from deploy/kubeadm/kcm-rs.yaml in more than k3s's paths"
+log "k3s: kcm-rs.yaml is the kubeadm static pod with k3s's paths"
 log "ok"
