@@ -10,7 +10,8 @@
 #                     conformance-ci  hack/conformance.sh's CI run, judging target/debug/kcm-rs
 #                     bench-smoke     hack/bench.sh --scale tiny --qps 100/200
 #                     kwokctl         hack/kwokctl.sh: the kwokctl recipe on a kwokctl cluster of its own
-#                     envtest-go      hack/envtest-go.sh: the envtest example on envtest's own plane
+#                     envtest-go      hack/envtest.sh go: the Go envtest example on envtest's own plane
+#                     envtest-rs      hack/envtest.sh rust: the envtest crate and the embedded controllers
 #                     all             parallel and every suite of the e2e and soak lists (`make e2e`)
 #                   Without ITEM: all. conformance-ci and bench-smoke start control planes of their own
 #                   (/tmp/kcm-rs-conformance, /tmp/kcm-rs-bench); their lane stops its own first.
@@ -57,7 +58,7 @@ declare -A known_seconds=(
   [parallel]=40 [informer_disruptive]=16 [secure_serving]=14 [replicaset]=71 [deployment]=65
   [job]=151 [shadow]=98 [rbac]=111 [leader_election]=37 [leader_election_load]=72 [sharding]=270 [layout_change]=180 [shard_faults]=200 [embedded]=40
   [replicaset_soak]=145 [deployment_soak]=72 [job_soak]=81 [random_differential]=51 [image]=10 [static_pod]=30
-  [conformance-ci]=150 [bench-smoke]=200 [kwokctl]=15 [envtest-go]=30
+  [conformance-ci]=150 [bench-smoke]=200 [kwokctl]=15 [envtest-go]=30 [envtest-rs]=15
 )
 
 die() { printf '[e2e] ERROR: %s\n' "$*" >&2; exit 2; }
@@ -91,10 +92,10 @@ expand_items() {
   for item in "$@"; do
     case $item in
       all) items+=(parallel "${e2e_suites[@]}" "${soak_suites[@]}") ;;
-      parallel | conformance-ci | bench-smoke | kwokctl | envtest-go) items+=("$item") ;;
+      parallel | conformance-ci | bench-smoke | kwokctl | envtest-go | envtest-rs) items+=("$item") ;;
       *)
         contains "$item" "${e2e_suites[@]}" "${soak_suites[@]}" "${image_suites[@]}" || die "unknown item" \
-          "'$item' (a suite of the lists in hack/e2e.sh, parallel, conformance-ci, bench-smoke, kwokctl, envtest-go or all)"
+          "'$item' (a suite of the lists in hack/e2e.sh, parallel, conformance-ci, bench-smoke, kwokctl, envtest-go, envtest-rs or all)"
         items+=("$item")
         ;;
     esac
@@ -114,7 +115,8 @@ build() {
   # Once here, so that lanes starting together do not build the control plane side by side.
   "$here/build.sh" >/dev/null
   if contains conformance-ci "$@"; then "$here/conformance.sh" --build-only >/dev/null; fi
-  if contains envtest-go "$@"; then "$here/envtest-go.sh" --build-only; fi
+  if contains envtest-go "$@"; then "$here/envtest.sh" go --build-only; fi
+  if contains envtest-rs "$@"; then "$here/envtest.sh" rust --build-only; fi
 }
 
 # Longest first, each item to the lane with the least work so far. Prints one line per lane.
@@ -212,7 +214,8 @@ item_command() {
       ;;
     bench-smoke) env -u KCM_RS_RUN_DIR "$here/bench.sh" --scale tiny --qps 100/200 ;;
     kwokctl) KCM_RS_BIN=$kcm_rs_bin "$here/kwokctl.sh" ;;
-    envtest-go) KCM_RS_BIN=$kcm_rs_bin "$here/envtest-go.sh" ;;
+    envtest-go) KCM_RS_BIN=$kcm_rs_bin "$here/envtest.sh" go ;;
+    envtest-rs) "$here/envtest.sh" rust ;;
     *) $cargo test -p kcm-rs-e2e --test "$1" -- --test-threads=1 ;;
   esac
 }
@@ -240,7 +243,7 @@ run_item() {
   case $item in
     conformance-ci | bench-smoke) cluster_stop ;;
     # Planes of their own, for seconds: the lane's may stay up beside them.
-    kwokctl | envtest-go) ;;
+    kwokctl | envtest-go | envtest-rs) ;;
     *) cluster_start || { record "$item" "$lane" 0 NO-CLUSTER - -; return 1; }
        settle ;;
   esac

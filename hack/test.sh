@@ -26,7 +26,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here/.."
 cargo=${CARGO:-cargo}
 lanes=${KCM_RS_E2E_LANES:-2}
-read -r -a e2e_items <<<"${KCM_RS_E2E_ITEMS:-all image static_pod kwokctl envtest-go conformance-ci bench-smoke}"
+read -r -a e2e_items <<<"${KCM_RS_E2E_ITEMS:-all image static_pod kwokctl envtest-go envtest-rs conformance-ci bench-smoke}"
 all_stages=(fmt-check clippy unit control-plane recipes e2e-build dist image conformance-build e2e)
 # The image and the bench smoke run take the release binary that dist cross-builds for amd64, in the
 # dev profile: the tests prove the code and the static link that users download, not the optimiser.

@@ -63,7 +63,7 @@ func complete(j *batchv1.Job) bool {
 func TestDeploymentRollsOutAndJobCompletes(t *testing.T) {
 	// Without a node no pod ever becomes Ready: better said now than after a minute's wait.
 	if os.Getenv("KWOK_BIN") == "" {
-		t.Fatal("this test needs KWOK_BIN and KWOK_CONFIG (hack/envtest-go.sh sets them)")
+		t.Fatal("this test needs KWOK_BIN and KWOK_CONFIG (hack/envtest.sh go sets them)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -58,12 +58,23 @@ pub enum EmbedError {
 /// # Ok(()) }
 /// ```
 ///
-/// With the `envtest` crate (which starts etcd and kube-apiserver from Go's envtest; pods still
-/// need a node, as from KWOK, and a scheduler or a `nodeName`):
+/// With the `envtest` crate (Go's envtest through its bindings: etcd and kube-apiserver; pods still
+/// need a node, as from KWOK, and a scheduler or a `nodeName`). The e2e test `envtest_rs` runs this
+/// and checks that it still says the same:
 ///
 /// ```ignore
-/// let server = envtest::Environment::default().create()?;
-/// let _controllers = kcm_rs::ControllerManager::new(server.client()?).start().await?;
+/// let mut environment = envtest::Environment::default();
+/// // The binaries from KUBEBUILDER_ASSETS (or setup-envtest's directory), not downloaded.
+/// environment.binary_assets_settings.download_binary_assets = false;
+/// let server = environment.create().await?;
+/// // envtest's own `client()` is built on an older kube than kcm-rs: take the kubeconfig.
+/// let kubeconfig = Kubeconfig::from_yaml(server.as_ref())?;
+/// let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+/// let client = Client::try_from(config)?;
+/// let running = kcm_rs::ControllerManager::new(client.clone())
+///     .start()
+///     .await?;
+/// running.wait_synced().await;
 /// ```
 #[derive(Clone)]
 pub struct ControllerManager {
