@@ -35,40 +35,39 @@ fail() { printf '[recipes] FAILED: %s\n' "$*" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# kindcheck, rebuilt when its source or the kind version changes.
-kindcheck() {
-  local sum out
-  sum=$(sha256sum "$here/recipes/kindcheck.go" | cut -c1-12)
-  out=$cache/bin/kindcheck-$KIND_VERSION-$sum/kindcheck
+# checker NAME VERSION: the binary of hack/recipes/NAME.go against that version of its tool, built by
+# build_NAME OUT the first time (and again when the source or the version changes).
+checker() {
+  local name=$1 version=$2 sum out
+  sum=$(sha256sum "$here/recipes/$name.go" | cut -c1-12)
+  out=$cache/bin/$name-$version-$sum/$name
   if [[ ! -x $out ]]; then
-    log "kindcheck: building against kind $KIND_VERSION (first time only)"
-    local dir
-    dir=$(go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
-    [[ -d $dir ]] || fail "could not download sigs.k8s.io/kind@$KIND_VERSION"
-    cp -r "$dir" "$tmp/kind" && chmod -R u+w "$tmp/kind"
-    # Under pkg/cluster/ so that Go lets it import pkg/cluster/internal/kubeadm.
-    mkdir -p "$tmp/kind/pkg/cluster/kcmrskindcheck" "$(dirname "$out")"
-    cp "$here/recipes/kindcheck.go" "$tmp/kind/pkg/cluster/kcmrskindcheck/main.go"
-    (cd "$tmp/kind" && go build -trimpath -o "$out" ./pkg/cluster/kcmrskindcheck) >&2 || fail "building kindcheck"
+    log "$name: building against $version (first time only)"
+    mkdir -p "$(dirname "$out")"
+    "build_$name" "$out" >&2 || fail "building $name"
   fi
   printf '%s\n' "$out"
 }
 
-# k3dcheck, rebuilt when its source or the k3d version changes: a module of its own that requires
-# the pinned k3d (its packages are public).
-k3dcheck() {
-  local sum out
-  sum=$(sha256sum "$here/recipes/k3dcheck.go" | cut -c1-12)
-  out=$cache/bin/k3dcheck-$K3D_VERSION-$sum/k3dcheck
-  if [[ ! -x $out ]]; then
-    log "k3dcheck: building against k3d $K3D_VERSION (first time only)"
-    mkdir -p "$tmp/k3dcheck" "$(dirname "$out")"
-    cp "$here/recipes/k3dcheck.go" "$tmp/k3dcheck/main.go"
-    (cd "$tmp/k3dcheck" && go mod init kcm-rs.local/k3dcheck >/dev/null 2>&1 &&
-      go get "github.com/k3d-io/k3d/v5@$K3D_VERSION" >/dev/null 2>&1 && go mod tidy >/dev/null 2>&1 &&
-      go build -trimpath -o "$out" .) >&2 || fail "building k3dcheck"
-  fi
-  printf '%s\n' "$out"
+# Inside a copy of the kind module, under pkg/cluster/ so that Go lets it import
+# pkg/cluster/internal/kubeadm.
+build_kindcheck() {
+  local dir
+  dir=$(go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+  [[ -d $dir ]] || { log "could not download sigs.k8s.io/kind@$KIND_VERSION"; return 1; }
+  cp -r "$dir" "$tmp/kind" && chmod -R u+w "$tmp/kind"
+  mkdir -p "$tmp/kind/pkg/cluster/kcmrskindcheck"
+  cp "$here/recipes/kindcheck.go" "$tmp/kind/pkg/cluster/kcmrskindcheck/main.go"
+  (cd "$tmp/kind" && go build -trimpath -o "$1" ./pkg/cluster/kcmrskindcheck)
+}
+
+# A module of its own that requires the pinned k3d (its packages are public).
+build_k3dcheck() {
+  mkdir -p "$tmp/k3dcheck"
+  cp "$here/recipes/k3dcheck.go" "$tmp/k3dcheck/main.go"
+  (cd "$tmp/k3dcheck" && go mod init kcm-rs.local/k3dcheck >/dev/null 2>&1 &&
+    go get "github.com/k3d-io/k3d/v5@$K3D_VERSION" >/dev/null 2>&1 && go mod tidy >/dev/null 2>&1 &&
+    go build -trimpath -o "$1" .)
 }
 
 # validate LABEL FILE: kubeadm's own validation, then the KCM static pod kubeadm would write from it
@@ -90,7 +89,7 @@ validate() {
 
 validate kubeadm deploy/kubeadm/cluster-configuration.yaml
 
-mounts=$("$(kindcheck)" deploy/kind/cluster.yaml "$KUBE_VERSION" "$tmp/kind-kubeadm.yaml") || fail "kind rejects deploy/kind/cluster.yaml"
+mounts=$("$(checker kindcheck "$KIND_VERSION")" deploy/kind/cluster.yaml "$KUBE_VERSION" "$tmp/kind-kubeadm.yaml") || fail "kind rejects deploy/kind/cluster.yaml"
 validate kind "$tmp/kind-kubeadm.yaml"
 grep -qx $'deploy/kubeadm/kcm-rs.yaml\t/etc/kubernetes/manifests/kcm-rs.yaml' <<<"$mounts" ||
   fail "kind: the control-plane node does not mount deploy/kubeadm/kcm-rs.yaml as a static pod (mounts: $mounts)"
@@ -106,7 +105,7 @@ log "kcm-rs.yaml: reads $kubeconfig as kube-controller-manager does"
 # k3d and k3s. k3s gives its embedded KCM `*,tokencleaner` and, with its cloud controller manager on
 # (the default), `-service,-route,-cloud-node-lifecycle`; the recipe must keep all that.
 k3s_controllers='*,tokencleaner,-service,-route,-cloud-node-lifecycle,-deployment-controller,-replicaset-controller,-job-controller'
-k3d_out=$("$(k3dcheck)" deploy/k3s/k3d.yaml) || fail "k3d rejects deploy/k3s/k3d.yaml"
+k3d_out=$("$(checker k3dcheck "$K3D_VERSION")" deploy/k3s/k3d.yaml) || fail "k3d rejects deploy/k3s/k3d.yaml"
 got=$(sed -n 's/^arg\t--kube-controller-manager-arg=controllers=//p' <<<"$k3d_out")
 [[ $got == "$k3s_controllers" ]] || fail "k3d: the server's kube-controller-manager gets controllers='$got', want '$k3s_controllers'"
 want_sum=$(sha256sum deploy/k3s/kcm-rs.yaml | cut -d' ' -f1)
