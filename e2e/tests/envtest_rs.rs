@@ -5,8 +5,9 @@
 //! or kube-scheduler runs, so the pods name the node. Prints the time from nothing to each.
 //!
 //! Not a lane suite: the plane is envtest's own (`hack/envtest.sh rust` sets KUBEBUILDER_ASSETS,
-//! KWOK_BIN and KWOK_CONFIG). The example in kcm-rs's `ControllerManager` docs is this test's
-//! middle, and the test checks that the two say the same.
+//! KWOK_BIN and KWOK_CONFIG), and tests named own_plane_* stay out of hack/e2e.sh's `parallel` item.
+//! The example in kcm-rs's `ControllerManager` docs is this test's middle, and the test checks that
+//! the two say the same.
 
 use std::{process::Stdio, time::Duration};
 
@@ -92,7 +93,7 @@ where
 }
 
 #[tokio::test]
-async fn envtest_crate_runs_the_embedded_controllers() -> Result<(), Box<dyn std::error::Error>> {
+async fn own_plane_envtest_crate_runs_the_embedded_controllers() -> Result<(), Box<dyn std::error::Error>> {
     env("KUBEBUILDER_ASSETS");
     let t0 = tokio::time::Instant::now();
     // kcm_rs::ControllerManager's doc example, from here to `wait_synced`, but for KWOK's node.
