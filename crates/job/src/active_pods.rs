@@ -80,22 +80,39 @@ impl<'a> DeletionKey<'a> {
     }
 }
 
+/// Upstream's tiers of a key, without the tie-break.
+type Tiers = (bool, u8, bool, LaterFirst, Reverse<i32>, Reverse<i32>, LaterFirst);
+
+impl DeletionKey<'_> {
+    fn tiers(&self) -> Tiers {
+        (
+            self.assigned,
+            self.phase,
+            self.ready,
+            self.ready_since,
+            self.restarts,
+            self.sidecar_restarts,
+            self.created,
+        )
+    }
+}
+
 /// Sorts pods so that the ones to delete first come first.
 pub(crate) fn sort_for_deletion(pods: &mut [Arc<Pod>]) {
     pods.sort_by_cached_key(|p| {
         let k = DeletionKey::of(p);
-        (
-            k.assigned,
-            k.phase,
-            k.ready,
-            k.ready_since,
-            k.restarts,
-            k.sidecar_restarts,
-            k.created,
-            k.uid.to_owned(),
-            k.name.to_owned(),
-        )
+        (k.tiers(), k.uid.to_owned(), k.name.to_owned())
     });
+}
+
+/// As [`sort_for_deletion`], but pods equal in every tier keep the order they came in: an Indexed
+/// Job's kept pods, which come in index order, so that the lowest index goes first. Upstream sorts
+/// the same index-ordered list with Go's `sort.Sort`, whose insertion sort (of every run of up to 12
+/// pods) leaves ties in place; with the UID tie-break, a scale-down of pods created and ready in
+/// the same second deleted another index than upstream's.
+pub(crate) fn sort_for_deletion_keeping_ties(pods: &mut [Arc<Pod>]) {
+    // `sort_by_cached_key` is stable.
+    pods.sort_by_cached_key(|p| DeletionKey::of(p).tiers());
 }
 
 #[cfg(test)]
@@ -186,6 +203,22 @@ mod tests {
                 }
                 Arc::new(p)
             })
+    }
+
+    /// Tied pods keep their order (an Indexed Job's: by index), whatever their UIDs.
+    #[test]
+    fn ties_keep_their_order_when_asked() {
+        let tied = |name: &str, uid: &str| {
+            let mut p = (*pod(name).node("n").running().ready().build()).clone();
+            p.metadata.uid = Some(uid.to_owned());
+            Arc::new(p)
+        };
+        let mut pods = vec![tied("index-0", "c"), tied("index-1", "a"), tied("index-2", "b")];
+        sort_for_deletion_keeping_ties(&mut pods);
+        let names: Vec<_> = pods.iter().map(|p| p.metadata.name.clone().unwrap()).collect();
+        assert_eq!(names, ["index-0", "index-1", "index-2"]);
+        sort_for_deletion(&mut pods);
+        assert_eq!(pods[0].metadata.name.as_deref(), Some("index-1"));
     }
 
     proptest! {

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use super::state::{Creation, PodAction, SyncPlan};
 use crate::{
-    active_pods::sort_for_deletion,
+    active_pods::{sort_for_deletion, sort_for_deletion_keeping_ties},
     backoff::remaining_for_index,
     indexed::{add_completion_index_env, duplicated_index_pods, first_pending_indexes, indexes_of},
     metrics::{ACTION_PODS_CREATED, ACTION_PODS_DELETED, ACTION_TRACKING},
@@ -95,13 +95,19 @@ fn wanted_active(plan: &SyncPlan) -> i32 {
 
 /// At least `rm_at_least` active pods to delete, in deletion order (upstream `activePodsForRemoval`).
 fn pods_for_removal(plan: &SyncPlan, rm_at_least: usize) -> Vec<Arc<Pod>> {
-    let (mut rm, mut left) = if is_indexed(&plan.job) {
+    let indexed = is_indexed(&plan.job);
+    let (mut rm, mut left) = if indexed {
         duplicated_index_pods(&plan.active, indexed_completions(&plan.job))
     } else {
         (Vec::new(), plan.active.clone())
     };
     if rm.len() < rm_at_least {
-        sort_for_deletion(&mut left);
+        if indexed {
+            // One pod per index, in index order.
+            sort_for_deletion_keeping_ties(&mut left);
+        } else {
+            sort_for_deletion(&mut left);
+        }
         let more = rm_at_least - rm.len();
         rm.extend(left.into_iter().take(more));
     }
