@@ -6,7 +6,7 @@
 //! shard moved, or sent by two holders, would show as one more) and the API server's audit log shows
 //! every write of a replica inside one of its own terms on the namespace's shard Lease.
 
-use std::time::Duration;
+use std::{collections::HashSet, time::Duration};
 
 use futures::future::join_all;
 use informer::Layout;
@@ -14,9 +14,10 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     shard_workloads::{
-        GateGuard, converged_exactly, create_workloads, delete_namespaces, gates, identity, pod_recorder,
-        scale, spread, writes_within_terms,
+        GateGuard, PodsSeen, converged_exactly, create_workloads, delete_namespaces, gates, identity,
+        pod_recorder, scale, spread, writes_within_terms,
     },
+    wait_for,
 };
 use kube::{Api, api::DeleteParams};
 
@@ -44,9 +45,20 @@ async fn paused_holder_and_deleted_lease(gate: &str) {
     spread(&cluster, SHARDS, &[2, 2]).await;
     let ids = [identity(&a), identity(&b)];
     let names: Vec<String> = (0..NAMESPACES).map(|i| format!("{i}-{tag}")).collect();
-    let seen = Default::default();
+    let seen: PodsSeen = Default::default();
     let (pods, stop_pods) = pod_recorder(&cluster, &tag, std::sync::Arc::clone(&seen)).await;
     join_all(names.iter().map(|ns| create_workloads(&cluster, ns))).await;
+    // Both replicas have written (a pod in every namespace, whose shards both hold) and still have
+    // writes queued (status updates, the other pods) when one is paused: those must not leave after
+    // its term.
+    wait_for("a pod in every namespace", Duration::from_secs(60), || {
+        let missing = names
+            .iter()
+            .filter(|ns| seen.lock().get(*ns).is_none_or(HashSet::is_empty))
+            .count();
+        std::future::ready(if missing == 0 { Ok(()) } else { Err(missing) })
+    })
+    .await;
 
     // Paused past its lease: the other replica takes every shard, and the workloads scale meanwhile.
     let t = tokio::time::Instant::now();

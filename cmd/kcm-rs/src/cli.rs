@@ -104,7 +104,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let fence = (args.shards > 1).then(|| Arc::new(sharding::WriteFence::new()));
     if let Some(f) = &fence {
-        clients = clients.sharded(f.clone(), &identity);
+        clients = clients.sharded(f.clone(), &identity)?;
     } else if args.leader_elect && !args.shadow {
         clients = clients.named(&identity);
     }

@@ -37,6 +37,7 @@ use crate::{
     retry::{Retry, RetryLayer},
     serving_flags::{DELEGATION_BURST, DELEGATION_QPS, DelegationClients},
     shard_selector::SelectorLayer,
+    stall::StallGuard,
     transport::{self, Transport},
 };
 
@@ -185,7 +186,7 @@ impl Clients {
         let quota = Quota::with_period(period)
             .ok_or(ClientError::Qps { qps })?
             .allow_burst(NonZeroU32::new(burst).ok_or(ClientError::Burst)?);
-        let transport = transport::shared(&config).map_err(|source| ClientError::Transport {
+        let transport = transport::shared(&config, None).map_err(|source| ClientError::Transport {
             server: config.cluster_url.clone(),
             source: Box::new(source),
         })?;
@@ -202,10 +203,20 @@ impl Clients {
 
     /// Clients of a replica sharing the work: every controller client's writes pass `fence`, and
     /// User-Agents read `kcm-rs/<name>/<identity>`.
-    #[must_use]
-    pub fn sharded(mut self, fence: Arc<WriteFence>, identity: &str) -> Self {
+    ///
+    /// Their connections also stop writing once the process stalled (`crate::stall`): a write that
+    /// passed the fence before a stall must not leave after it. Clients made before keep the old
+    /// transport; the next `client_for` of a name makes a new one.
+    pub fn sharded(mut self, fence: Arc<WriteFence>, identity: &str) -> Result<Self, ClientError> {
+        self.transport = transport::shared(&self.config, Some(&StallGuard::start())).map_err(|source| {
+            ClientError::Transport {
+                server: self.config.cluster_url.clone(),
+                source: Box::new(source),
+            }
+        })?;
+        self.made.lock().clear();
         self.fence = Some(fence);
-        self.named(identity)
+        Ok(self.named(identity))
     }
 
     /// Clients whose User-Agents read `kcm-rs/<name>/<identity>`: one replica among several

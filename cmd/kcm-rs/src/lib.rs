@@ -28,6 +28,7 @@ mod serving_flags;
 mod shard_host;
 mod shard_selector;
 mod shard_series;
+mod stall;
 mod transport;
 
 pub use controllers::ControllersError;

@@ -201,6 +201,7 @@ fn fenced(server: &Script, until: Instant) -> kube::Client {
     fence.caches(shard, vec![Arc::new(|| true)]);
     clients(server, 1000.0, 1000)
         .sharded(fence, "test-replica")
+        .unwrap()
         .client_for("replicaset-controller")
         .unwrap()
 }

@@ -20,6 +20,8 @@ use hyper_util::{
     rt::{TokioExecutor, TokioTimer},
 };
 use kube::client::{Body, ConfigExt as _};
+
+use crate::stall::StallGuard;
 use rustls::pki_types::{InvalidDnsNameError, ServerName};
 use tower::{BoxError, ServiceBuilder, ServiceExt as _, util::BoxCloneSyncService};
 
@@ -57,8 +59,9 @@ pub enum TransportError {
 }
 
 /// The transport for `config`: its server, CA, client certificate or token, `tls-server-name` and
-/// impersonation headers, as kube would apply them.
-pub fn shared(config: &kube::Config) -> Result<Transport, TransportError> {
+/// impersonation headers, as kube would apply them. With `stall`, its connections stop writing
+/// once the process stalled (`crate::stall`): a sharded replica's.
+pub fn shared(config: &kube::Config, stall: Option<&StallGuard>) -> Result<Transport, TransportError> {
     let mut builder = HttpsConnectorBuilder::new()
         .with_tls_config(config.rustls_client_config()?)
         .https_or_http();
@@ -76,9 +79,32 @@ pub fn shared(config: &kube::Config) -> Result<Transport, TransportError> {
     http.set_connect_timeout(Some(DIAL_TIMEOUT));
     http.set_keepalive(Some(TCP_KEEPALIVE));
     // ALPN offers h2, then http/1.1.
-    let https = builder.enable_http1().enable_http2().wrap_connector(http);
+    let builder = builder.enable_http1().enable_http2();
+    let client = match stall {
+        None => BoxCloneSyncService::new(hyper_client(builder.wrap_connector(http))),
+        Some(guard) => BoxCloneSyncService::new(hyper_client(builder.wrap_connector(guard.connector(http)))),
+    };
 
-    let client: HyperClient<HttpsConnector<HttpConnector>, Body> = HyperClient::builder(TokioExecutor::new())
+    let service = ServiceBuilder::new()
+        .layer(config.base_uri_layer())
+        .option_layer(config.auth_layer()?)
+        .layer(config.extra_headers_layer()?)
+        .service(client);
+    Ok(BoxCloneSyncService::new(service.map_err(BoxError::from)))
+}
+
+/// The hyper client over `https`, with client-go's HTTP/2 settings.
+fn hyper_client<C>(
+    https: HttpsConnector<C>,
+) -> impl tower::Service<Request<Body>, Response = Response<Incoming>, Error = BoxError, Future: Send>
++ Clone
++ Send
++ Sync
++ 'static
+where
+    HttpsConnector<C>: hyper_util::client::legacy::connect::Connect + Clone + Send + Sync + 'static,
+{
+    let client: HyperClient<HttpsConnector<C>, Body> = HyperClient::builder(TokioExecutor::new())
         .timer(TokioTimer::new())
         .pool_timer(TokioTimer::new())
         .http2_keep_alive_interval(HTTP2_READ_IDLE_TIMEOUT)
@@ -87,14 +113,7 @@ pub fn shared(config: &kube::Config) -> Result<Transport, TransportError> {
         .http2_initial_stream_window_size(HTTP2_STREAM_WINDOW)
         .http2_initial_connection_window_size(HTTP2_CONNECTION_WINDOW)
         .build(https);
-
-    let service = ServiceBuilder::new()
-        .layer(config.base_uri_layer())
-        .option_layer(config.auth_layer()?)
-        .layer(config.extra_headers_layer()?)
-        .map_err(BoxError::from)
-        .service(client);
-    Ok(BoxCloneSyncService::new(service.map_err(BoxError::from)))
+    client.map_err(BoxError::from)
 }
 
 #[cfg(test)]
