@@ -1,11 +1,11 @@
 //! One program under one actor, in a namespace of its own: each step applied, then settled and
 //! projected, with the invariants watched throughout and the API server's 422 counter read around it.
 
-use std::{panic::AssertUnwindSafe, sync::Arc};
+use std::{collections::BTreeMap, panic::AssertUnwindSafe, sync::Arc};
 
 use futures::FutureExt as _;
 use k8s_openapi::{
-    api::{apps::v1::Deployment, batch::v1::Job},
+    api::{apps::v1::Deployment, batch::v1::Job, core::v1::Pod},
     apimachinery::pkg::util::intstr::IntOrString,
 };
 use parking_lot::Mutex;
@@ -15,6 +15,7 @@ use super::{
     invariants::{Bounds, Watcher},
     metrics,
     program::{Amount, DEPLOYMENT, DeploymentStep, JOB, JobStep, Program, Step},
+    ranking::{Removal, pick},
     settle,
 };
 use crate::{
@@ -29,12 +30,17 @@ pub struct Run {
     /// Per step: the settled projection, or what kept it from settling (the run stops there).
     pub steps: Vec<Result<Outcome, String>>,
     pub violations: Vec<String>,
+    /// Bounds broken that upstream does not keep either: printed, never a failure.
+    pub notes: Vec<String>,
     /// 422 answers counted by the API server while a step ran.
     pub refusals: Vec<String>,
     /// The harness failed (a write refused, a panic): the run stopped.
     pub failure: Option<String>,
     /// The events' distinct reasons once the program is over.
     pub events: String,
+    /// Per step that lowered an Indexed Job's parallelism: which pods went, and which the ranking
+    /// picks on this run's pods.
+    pub removals: BTreeMap<usize, Removal>,
 }
 
 /// Runs `program` in a fresh namespace and returns what it showed; a panic becomes the run's failure.
@@ -61,6 +67,7 @@ async fn steps(ns: &TestNamespace, program: &Program, run: &Mutex<Run>) {
     let mut before = metrics::refusals(client).await;
     for (k, step) in program.steps.iter().enumerate() {
         watcher.begin(k, bounds(ns, step).await);
+        let scale_down = indexed_pods(ns, step).await;
         let note = match execute::apply(ns, step).await {
             Ok(n) => n,
             Err(e) => {
@@ -76,7 +83,14 @@ async fn steps(ns: &TestNamespace, program: &Program, run: &Mutex<Run>) {
         };
         let settled = settle::settle(ns, kind, extra).await;
         let after = metrics::refusals(client).await;
+        let deleted = watcher.deleted();
         let mut r = run.lock();
+        if let Some((live, completions)) = scale_down
+            && !deleted.is_empty()
+        {
+            let expected = pick(&live, completions, deleted.len());
+            r.removals.insert(k, Removal { deleted, expected });
+        }
         match (&before, &after) {
             (Ok(b), Ok(a)) => r.refusals.extend(
                 metrics::increases(b, a)
@@ -87,6 +101,7 @@ async fn steps(ns: &TestNamespace, program: &Program, run: &Mutex<Run>) {
         }
         before = after;
         r.violations.extend(watcher.take_violations());
+        r.notes.extend(watcher.take_notes());
         let stuck = settled.is_err();
         r.steps.push(settled);
         if stuck {
@@ -97,7 +112,22 @@ async fn steps(ns: &TestNamespace, program: &Program, run: &Mutex<Run>) {
     let events = event_reasons(ns).await;
     let mut r = run.lock();
     r.violations.extend(watcher.take_violations());
+    r.notes.extend(watcher.take_notes());
     r.events = events;
+}
+
+/// Before a parallelism step of an Indexed Job: its live pods and completions, for [`pick`].
+async fn indexed_pods(ns: &TestNamespace, step: &Step) -> Option<(Vec<Pod>, i32)> {
+    let Step::Job(JobStep::Parallelism(_)) = step else {
+        return None;
+    };
+    let spec = ns.api::<Job>().get(JOB).await.ok()?.spec?;
+    if spec.completion_mode.as_deref() != Some("Indexed") {
+        return None;
+    }
+    let pods = ns.api::<Pod>().list(&Default::default()).await.ok()?.items;
+    let live = pods.into_iter().filter(crate::soak::is_active).collect();
+    Some((live, spec.completions?))
 }
 
 fn scaled(v: Option<&IntOrString>, replicas: i32, round_up: bool, default: i32) -> i32 {
