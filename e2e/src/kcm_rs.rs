@@ -79,7 +79,13 @@ pub struct KcmRs {
 impl KcmRs {
     /// Starts kcm-rs and waits until its controllers' caches have synced. See [`KcmRs::spawn`].
     pub async fn start(cluster: &Cluster, name: &str, args: &[&str]) -> KcmRs {
-        let me = KcmRs::spawn(cluster, name, args, None);
+        KcmRs::start_env(cluster, name, args, &[]).await
+    }
+
+    /// [`KcmRs::start`] with environment variables added (`RUST_LOG` among them overrides
+    /// `KCM_RS_LOG`).
+    pub async fn start_env(cluster: &Cluster, name: &str, args: &[&str], envs: &[(&str, &str)]) -> KcmRs {
+        let me = KcmRs::spawn_env(cluster, name, args, None, envs);
         me.wait_log(READY_LINE, Duration::from_secs(60)).await;
         me
     }
@@ -171,6 +177,13 @@ impl KcmRs {
 
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The last `n` lines of its log that contain `needle`.
+    pub fn log_lines_with(&self, needle: &str, n: usize) -> String {
+        let text = self.log_text();
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains(needle)).collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
     }
 
     /// The identity it logged at start-up (its leader-election identity).

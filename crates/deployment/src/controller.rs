@@ -218,6 +218,20 @@ impl DeploymentController {
                 }
             }
         };
+        if tracing::enabled!(tracing::Level::DEBUG)
+            && let crate::plan::Decision::Sync(a) = &plan.decision
+        {
+            tracing::debug!(
+                deployment = %key,
+                resource_version = ?d.metadata.resource_version,
+                paused = crate::spec::paused(&d),
+                replica_sets = candidates.len(),
+                create = ?a.create.as_ref().map(|c| crate::replica_sets::name(&c.rs).to_owned()),
+                updates = a.updates.len(),
+                status = a.status.is_some(),
+                "planned"
+            );
+        }
         let result = self.executor.execute(&d, plan).await;
         tracing::debug!(deployment = %key, elapsed = ?started.elapsed(), "finished syncing");
         result
