@@ -375,3 +375,26 @@ fn terminating_replicas_only_with_its_feature_gate() {
     };
     assert_eq!(status(off), None);
 }
+
+/// A Recreate Deployment scaled while two ReplicaSets are active and none has its template (a
+/// rolling update switched to Recreate, scaled and given a new image while paused, then resumed): the
+/// scale is a scaling event, which upstream's `scale` leaves to proportional scaling, and that only a
+/// rolling Deployment does; so nothing is written, the next sync is the same scaling event, and the
+/// Deployment stays where it is until its strategy or size changes again. Upstream does the same.
+#[test]
+fn recreate_scaled_with_two_active_replica_sets_stays_put_as_upstream() {
+    let d = deployment("foo", 3).recreate().image("c").build();
+    let old = rs("foo-a", 5, 100).image("a").desired(8, 1).arc();
+    let older = rs("foo-b", 2, 50).image("b").desired(8, 1).arc();
+    let a = actions(plan(&d, &[old, older]));
+    assert!(
+        a.create.is_none() && a.updates.is_empty() && a.deletes.is_empty(),
+        "{a:?}"
+    );
+    let status = a
+        .status
+        .as_ref()
+        .and_then(|d| d.status.as_ref())
+        .expect("a status write");
+    assert_eq!((status.replicas, status.updated_replicas), (Some(7), Some(0)));
+}

@@ -5,6 +5,7 @@
 //! stick.
 
 mod helpers;
+mod recreate_scaled;
 
 use std::time::Duration;
 
@@ -419,6 +420,10 @@ pub fn scenarios() -> Vec<Scenario> {
         scenario("min-ready", min_ready_seconds),
         scenario("quota", quota),
         scenario("rollout-restart", rollout_restart),
+        scenario(
+            "recreate-scaled-mid-rollout",
+            recreate_scaled::recreate_scaled_mid_rollout,
+        ),
         // Kebab-case like the others: the name prefixes the scenario's namespace, a DNS label.
         scenario("long-name", long_name),
         Scenario {
