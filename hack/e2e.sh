@@ -45,7 +45,7 @@ kcm_rs_bin=${KCM_RS_BIN:-$root/target/debug/kcm-rs}
 # their suite runs alone on its lane's control plane) must be in exactly one list: a file in none
 # fails the run instead of being skipped.
 e2e_suites=(informer_disruptive secure_serving replicaset deployment job shadow rbac leader_election
-  leader_election_load sharding layout_change shard_faults embedded)
+  leader_election_load sharding layout_change shard_faults embedded ttl_after_finished)
 # Randomized, with short seeds unless KCM_RS_SOAK_SECONDS / KCM_RS_RANDOM_SECONDS say otherwise.
 soak_suites=(replicaset_soak deployment_soak job_soak random_differential)
 # Need the kcm-rs:dev image (hack/image.sh) and podman: `make image-e2e`, `make test`. static_pod is
@@ -57,6 +57,7 @@ image_suites=(image static_pod)
 declare -A known_seconds=(
   [parallel]=40 [informer_disruptive]=16 [secure_serving]=14 [replicaset]=71 [deployment]=65
   [job]=151 [shadow]=98 [rbac]=111 [leader_election]=37 [leader_election_load]=72 [sharding]=270 [layout_change]=180 [shard_faults]=200 [embedded]=40
+  [ttl_after_finished]=60
   [replicaset_soak]=145 [deployment_soak]=72 [job_soak]=81 [random_differential]=51 [image]=10 [static_pod]=30
   [conformance-ci]=150 [bench-smoke]=200 [kwokctl]=15 [envtest-go]=30 [envtest-rs]=15
 )

@@ -20,6 +20,7 @@ pub mod serving;
 mod shard_audit;
 pub mod shard_workloads;
 pub mod soak;
+pub mod ttl_scenarios;
 mod wait;
 
 pub use cluster::{Cluster, Mode, ModeGuard};

@@ -46,7 +46,12 @@ async fn disruptive_embedded_controllers_run_without_kube_controller_manager() {
             .expect("starting the embedded controllers");
         assert_eq!(
             running.controllers(),
-            ["deployment-controller", "job-controller", "replicaset-controller"]
+            [
+                "deployment-controller",
+                "job-controller",
+                "replicaset-controller",
+                "ttl-after-finished-controller"
+            ]
         );
         tokio::time::timeout(WAIT, running.wait_synced())
             .await

@@ -15,7 +15,7 @@ async fn an_idle_kcm_rs_exports_every_workqueue_series_at_zero() {
         let namespace = format!("--namespace={}", ns.name);
         let args = ["--controllers=*", "--shadow", &namespace];
         let kcm = KcmRs::spawn(&cluster, "idle-metrics", &args, None);
-        for controller in ["replicaset", "deployment", "job"] {
+        for controller in ["replicaset", "deployment", "job", "ttl-after-finished"] {
             kcm.wait_log(
                 &format!("caches synced; starting workers controller=\"{controller}-controller\""),
                 Duration::from_secs(60),
@@ -24,7 +24,13 @@ async fn an_idle_kcm_rs_exports_every_workqueue_series_at_zero() {
         }
         let (code, text) = kcm.http_get("/metrics");
         assert_eq!(code, 200);
-        for queue in ["replicaset", "deployment", "job", "job_orphan_pod"] {
+        for queue in [
+            "replicaset",
+            "deployment",
+            "job",
+            "job_orphan_pod",
+            "ttl_jobs_to_delete",
+        ] {
             for series in [
                 "workqueue_depth",
                 "workqueue_adds_total",

@@ -68,9 +68,9 @@ pub const VERSION: &str = concat!(
     ")"
 );
 
-/// The Kubernetes controller manager for the workload controllers (Deployment, ReplicaSet, Job),
-/// in Rust. It runs the controllers that are enabled and implemented, behind one leader election,
-/// and serves /healthz, /livez, /readyz and /metrics.
+/// The Kubernetes controller manager for the workload controllers (Deployment, ReplicaSet, Job,
+/// TTL-after-finished), in Rust. It runs the controllers that are enabled and implemented, behind one
+/// leader election, and serves /healthz, /livez, /readyz and /metrics.
 #[derive(Debug, Parser)]
 #[command(name = "kcm-rs", version = VERSION, about, long_about = None, max_term_width = 110, args_override_self = true)]
 pub struct Args {
@@ -136,6 +136,10 @@ pub struct Args {
     /// The number of job objects that are allowed to sync concurrently.
     #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = at_least_one, help_heading = "Controller flags")]
     pub concurrent_job_syncs: usize,
+
+    /// The number of ttl-after-finished-controller workers that are allowed to sync concurrently.
+    #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = at_least_one, help_heading = "Controller flags")]
+    pub concurrent_ttl_after_finished_syncs: usize,
 
     #[command(flatten)]
     pub serving: crate::serving_flags::ServingFlags,
@@ -384,9 +388,10 @@ mod tests {
             (
                 a.concurrent_replicaset_syncs,
                 a.concurrent_deployment_syncs,
-                a.concurrent_job_syncs
+                a.concurrent_job_syncs,
+                a.concurrent_ttl_after_finished_syncs
             ),
-            (5, 5, 5)
+            (5, 5, 5, 5)
         );
         assert!(a.leader_elect);
         assert_eq!(a.leader_elect_lease_duration, Duration::from_secs(15));

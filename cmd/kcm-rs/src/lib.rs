@@ -1,4 +1,5 @@
-//! kcm-rs: kube-controller-manager's Deployment, ReplicaSet and Job controllers, in Rust.
+//! kcm-rs: kube-controller-manager's Deployment, ReplicaSet, Job and TTL-after-finished controllers,
+//! in Rust.
 //!
 //! Two ways in:
 //! - the `kcm-rs` command, with KCM's flags, Lease leader election, HTTPS health and metrics

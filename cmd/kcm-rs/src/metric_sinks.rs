@@ -230,3 +230,9 @@ impl replicaset::ReplicaSetMetrics for Metrics {
         self.deletion_age_ratio.observe(ratio);
     }
 }
+
+impl ttlafterfinished::TtlMetrics for Metrics {
+    fn job_deletion_duration(&self, seconds: f64) {
+        self.ttl_deletion_duration.observe(seconds);
+    }
+}

@@ -53,6 +53,7 @@ pub struct Metrics {
     watch_events: Family<Sharded<ResourceLabel>, Counter>,
     sync_duration: Hist<Sharded<SyncLabel>>,
     deletion_age_ratio: Histogram,
+    ttl_deletion_duration: Histogram,
     stale_skips: Family<Sharded<GroupResourceLabel>, Counter>,
     job_stale_skips: Family<Sharded<GroupResourceLabel>, Counter>,
     sync_panics: Family<Sharded<ControllerLabel>, Counter>,
@@ -101,6 +102,9 @@ impl Metrics {
             sync_duration: Family::new_with_constructor(sync_buckets),
             // Upstream's buckets for replicaset_controller_sorting_deletion_age_ratio.
             deletion_age_ratio: Histogram::new([0.25, 0.5, 1.0, 2.0, 4.0, 8.0]),
+            // Upstream's buckets for ttl_after_finished_controller_job_deletion_duration_seconds:
+            // 14 doubling from 100 ms.
+            ttl_deletion_duration: Histogram::new(exponential_buckets(0.1, 2.0, 14)),
             stale_skips: Family::default(),
             job_stale_skips: Family::default(),
             sync_panics: Family::default(),
@@ -176,6 +180,11 @@ impl Metrics {
             "replicaset_controller_sorting_deletion_age_ratio",
             "The ratio of chosen deleted pod's ages to the current youngest pod's age (at the time). Should be <2. The intent of this metric is to measure the rough efficacy of the LogarithmicScaleDown feature gate's effect on the sorting (and deletion) of pods when a replicaset scales down. This only considers Ready pods when calculating and reporting.",
             m.deletion_age_ratio.clone(),
+        );
+        r.register(
+            "ttl_after_finished_controller_job_deletion_duration_seconds",
+            "The time it took to delete the job since it became eligible for deletion",
+            m.ttl_deletion_duration.clone(),
         );
         r.register(
             "replicaset_controller_stale_sync_skips",

@@ -8,12 +8,13 @@ mod selection;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use controller::{FeatureGates, StartGate, Started, shadow::ShadowState, spawn_gated};
+use controller::{Controller, FeatureGates, StartGate, Started, shadow::ShadowState, spawn_gated};
 use deployment::{DeploymentController, DeploymentOptions};
 use informer::SharedInformerFactory;
 use job::{JobController, JobOptions};
 use replicaset::{ReplicaSetController, ReplicaSetOptions};
 use tokio_util::sync::CancellationToken;
+use ttlafterfinished::{TtlAfterFinishedController, TtlAfterFinishedOptions};
 
 pub use selection::{ControllersError, check_gates, enabled_controllers};
 
@@ -41,7 +42,7 @@ pub struct Descriptor {
     pub start: fn(&StartContext<'_>) -> anyhow::Result<Started>,
 }
 
-/// The controllers kcm-rs reimplements, sorted by name; all three are on by default in KCM.
+/// The controllers kcm-rs reimplements, sorted by name; all are on by default in KCM.
 pub const CONTROLLERS: &[Descriptor] = &[
     Descriptor {
         name: deployment::COMPONENT,
@@ -62,6 +63,12 @@ pub const CONTROLLERS: &[Descriptor] = &[
         alias: "replicaset",
         unimplemented_gate: |_| None,
         start: start_replicaset,
+    },
+    Descriptor {
+        name: ttlafterfinished::COMPONENT,
+        alias: "ttl-after-finished",
+        unimplemented_gate: |_| None,
+        start: start_ttl_after_finished,
     },
 ];
 
@@ -121,6 +128,25 @@ fn perturbed(cx: &StartContext<'_>, p: ShadowPerturbation) -> bool {
     cx.args.shadow_perturb == Some(p)
 }
 
+/// Starts the controller `live` builds from `client` and `options`, or in shadow mode the read-only
+/// one `shadow` builds, with the shard's start gate: every controller's start ends here.
+fn spawn_live_or_shadow<O, L: Controller, S: Controller>(
+    cx: &StartContext<'_>,
+    client: kube::Client,
+    options: O,
+    live: impl FnOnce(kube::Client, O) -> L,
+    shadow: impl FnOnce(kube::Client, O, Arc<ShadowState>) -> S,
+) -> Started {
+    match cx.shadow {
+        Some(s) => spawn_gated(
+            shadow(client, options, s.clone()),
+            cx.cancel,
+            cx.start_gate.clone(),
+        ),
+        None => spawn_gated(live(client, options), cx.cancel, cx.start_gate.clone()),
+    }
+}
+
 fn start_replicaset(cx: &StartContext<'_>) -> anyhow::Result<Started> {
     let client = cx.clients.client_for(replicaset::COMPONENT)?;
     let options = ReplicaSetOptions {
@@ -131,24 +157,21 @@ fn start_replicaset(cx: &StartContext<'_>) -> anyhow::Result<Started> {
         resync_period: cx.resync_period,
         ..ReplicaSetOptions::default()
     };
-    Ok(match cx.shadow {
-        Some(s) => spawn_gated(
-            ReplicaSetController::shadow(cx.factory, client, s.clone(), options, cx.metrics),
-            cx.cancel,
-            cx.start_gate.clone(),
-        ),
-        None => spawn_gated(
+    Ok(spawn_live_or_shadow(
+        cx,
+        client,
+        options,
+        |client, options| {
             ReplicaSetController::new(
                 cx.factory,
                 client,
                 options,
                 cx.metrics,
                 Arc::new(cx.metrics.clone()),
-            ),
-            cx.cancel,
-            cx.start_gate.clone(),
-        ),
-    })
+            )
+        },
+        |client, options, s| ReplicaSetController::shadow(cx.factory, client, s, options, cx.metrics),
+    ))
 }
 
 fn start_deployment(cx: &StartContext<'_>) -> anyhow::Result<Started> {
@@ -160,18 +183,13 @@ fn start_deployment(cx: &StartContext<'_>) -> anyhow::Result<Started> {
         ignore_paused: perturbed(cx, ShadowPerturbation::IgnorePaused),
         features: cx.args.feature_gates,
     };
-    Ok(match cx.shadow {
-        Some(s) => spawn_gated(
-            DeploymentController::shadow(cx.factory, client, s.clone(), options, cx.metrics),
-            cx.cancel,
-            cx.start_gate.clone(),
-        ),
-        None => spawn_gated(
-            DeploymentController::new(cx.factory, client, options, cx.metrics),
-            cx.cancel,
-            cx.start_gate.clone(),
-        ),
-    })
+    Ok(spawn_live_or_shadow(
+        cx,
+        client,
+        options,
+        |client, options| DeploymentController::new(cx.factory, client, options, cx.metrics),
+        |client, options, s| DeploymentController::shadow(cx.factory, client, s, options, cx.metrics),
+    ))
 }
 
 fn start_job(cx: &StartContext<'_>) -> anyhow::Result<Started> {
@@ -183,18 +201,38 @@ fn start_job(cx: &StartContext<'_>) -> anyhow::Result<Started> {
         resync_period: cx.resync_period,
         ignore_suspend: perturbed(cx, ShadowPerturbation::IgnoreSuspend),
     };
-    Ok(match cx.shadow {
-        Some(s) => spawn_gated(
-            JobController::shadow(cx.factory, client, s.clone(), options, cx.metrics),
-            cx.cancel,
-            cx.start_gate.clone(),
-        ),
-        None => spawn_gated(
-            JobController::new(cx.factory, client, options, cx.metrics, cx.metrics.job_metrics()),
-            cx.cancel,
-            cx.start_gate.clone(),
-        ),
-    })
+    Ok(spawn_live_or_shadow(
+        cx,
+        client,
+        options,
+        |client, options| {
+            JobController::new(cx.factory, client, options, cx.metrics, cx.metrics.job_metrics())
+        },
+        |client, options, s| JobController::shadow(cx.factory, client, s, options, cx.metrics),
+    ))
+}
+
+fn start_ttl_after_finished(cx: &StartContext<'_>) -> anyhow::Result<Started> {
+    let client = cx.clients.client_for(ttlafterfinished::COMPONENT)?;
+    let options = TtlAfterFinishedOptions {
+        workers: cx.args.concurrent_ttl_after_finished_syncs,
+        resync_period: cx.resync_period,
+    };
+    Ok(spawn_live_or_shadow(
+        cx,
+        client,
+        options,
+        |client, options| {
+            TtlAfterFinishedController::new(
+                cx.factory,
+                client,
+                options,
+                cx.metrics,
+                Arc::new(cx.metrics.clone()),
+            )
+        },
+        |client, options, s| TtlAfterFinishedController::shadow(cx.factory, client, s, options, cx.metrics),
+    ))
 }
 
 #[cfg(test)]

@@ -94,14 +94,19 @@ mod tests {
     fn star_enables_all_on_by_default() {
         assert_eq!(
             parse("*").unwrap(),
-            ["deployment-controller", "job-controller", "replicaset-controller"]
+            [
+                "deployment-controller",
+                "job-controller",
+                "replicaset-controller",
+                "ttl-after-finished-controller"
+            ]
         );
     }
 
     #[test]
     fn minus_disables_and_aliases_work() {
         assert_eq!(
-            parse("*,-job-controller,-deployment").unwrap(),
+            parse("*,-job-controller,-deployment,-ttl-after-finished").unwrap(),
             ["replicaset-controller"]
         );
     }
@@ -115,7 +120,11 @@ mod tests {
     fn first_match_wins() {
         assert_eq!(
             parse("-job,job,*").unwrap(),
-            ["deployment-controller", "replicaset-controller"]
+            [
+                "deployment-controller",
+                "replicaset-controller",
+                "ttl-after-finished-controller"
+            ]
         );
     }
 

@@ -1,0 +1,202 @@
+//! Wiring (the Job informer and its handler, the work queue, the workers) and the sync: decide on
+//! the cached Job; a Job due goes to [`delete_if_due`] (upstream `Controller.processJob`).
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use controller::{
+    Clock, Controller, ControllerMetrics, Reconciler, SystemClock, Wiring, shadow::ShadowState,
+};
+use informer::{
+    DeletedObject, EventHandler, InformerOptions, Lister, ObjectKey, SharedInformerFactory, WorkQueue,
+};
+use k8s_openapi::api::batch::v1::Job;
+use kube::Client;
+
+use crate::{
+    cleanup::{Cleanup, delete_if_due},
+    error::SyncError,
+    expiry::{Decision, decide, needs_cleanup},
+    metrics::{NoTtlMetrics, TtlMetrics},
+};
+
+/// Workers (kube-controller-manager `--concurrent-ttl-after-finished-syncs` default).
+pub const DEFAULT_WORKERS: usize = 5;
+/// The work queue's name, the `name` label of the workqueue metrics (upstream: `ttl_jobs_to_delete`).
+pub const QUEUE_NAME: &str = "ttl_jobs_to_delete";
+/// KCM's name for the controller, and the client's (upstream: `ttl-after-finished-controller`).
+pub const COMPONENT: &str = "ttl-after-finished-controller";
+
+#[derive(Debug, Clone)]
+pub struct TtlAfterFinishedOptions {
+    pub workers: usize,
+    /// How often the informer replays every cached Job to the handler (KCM: `--min-resync-period`
+    /// × [1, 2), drawn once). `None`: no resync.
+    pub resync_period: Option<Duration>,
+}
+
+impl Default for TtlAfterFinishedOptions {
+    fn default() -> Self {
+        Self {
+            workers: DEFAULT_WORKERS,
+            resync_period: None,
+        }
+    }
+}
+
+/// The TTL-after-finished controller.
+pub struct TtlAfterFinishedController {
+    wiring: Wiring,
+    jobs: Lister<Job>,
+    client: Client,
+    clock: Arc<dyn Clock>,
+    metrics: Arc<dyn TtlMetrics>,
+    /// Set in shadow mode: a Job kcm-rs would delete is reported instead, unless upstream deletes it.
+    shadow: Option<Arc<ShadowState>>,
+}
+
+impl std::fmt::Debug for TtlAfterFinishedController {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TtlAfterFinishedController")
+            .finish_non_exhaustive()
+    }
+}
+
+impl TtlAfterFinishedController {
+    /// A controller deleting through `client`, reading through `factory`'s shared Job informer.
+    pub fn new(
+        factory: &SharedInformerFactory,
+        client: Client,
+        options: TtlAfterFinishedOptions,
+        metrics: &dyn ControllerMetrics,
+        ttl_metrics: Arc<dyn TtlMetrics>,
+    ) -> Self {
+        let jobs = factory.namespaced::<Job>(InformerOptions::default());
+        let queue = WorkQueue::named(QUEUE_NAME, metrics);
+        let mut wiring = Wiring::new(queue.clone(), options.workers, metrics.sync_metrics(QUEUE_NAME));
+        wiring.register(jobs.add_event_handler(JobHandler(queue), options.resync_period));
+        Self {
+            wiring,
+            jobs: jobs.lister(),
+            client,
+            clock: Arc::new(SystemClock),
+            metrics: ttl_metrics,
+            shadow: None,
+        }
+    }
+
+    /// A read-only controller for shadow mode: a Job whose TTL has run out and that upstream has
+    /// not deleted is recorded in `state` as a disagreement; nothing is deleted.
+    pub fn shadow(
+        factory: &SharedInformerFactory,
+        client: Client,
+        state: Arc<ShadowState>,
+        options: TtlAfterFinishedOptions,
+        metrics: &dyn ControllerMetrics,
+    ) -> Self {
+        let mut c = Self::new(factory, client, options, metrics, Arc::new(NoTtlMetrics));
+        c.shadow = Some(state);
+        c
+    }
+
+    /// One sync of the Job at `key`: `Ok(Some(d))` looks again after `d`, when its TTL runs out.
+    pub async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
+        let expiry = |source| SyncError::Expiry {
+            key: key.clone(),
+            source,
+        };
+        let Some(job) = self.jobs.get(key.namespace(), key.name()) else {
+            if let Some(state) = &self.shadow {
+                state.forget(COMPONENT, key.as_str());
+            }
+            return Ok(None);
+        };
+        let decision = decide(&job, self.clock.now()).map_err(expiry)?;
+        if let Some(state) = &self.shadow {
+            return Ok(self.compare(state, key, &job, decision).await);
+        }
+        let Decision::Delete { .. } = decision else {
+            return Ok(later(decision));
+        };
+        match delete_if_due(&self.client, &*self.clock, key).await? {
+            Cleanup::Nothing => Ok(None),
+            Cleanup::Later(d) => Ok(Some(d)),
+            Cleanup::Deleted { late_seconds } => {
+                self.metrics.job_deletion_duration(late_seconds);
+                tracing::debug!(job = %key, "deleted: its TTL after finishing ran out");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Shadow mode: a Job due for deletion is a disagreement until upstream deletes it.
+    async fn compare(
+        &self,
+        state: &ShadowState,
+        key: &ObjectKey,
+        job: &Job,
+        decision: Decision,
+    ) -> Option<Duration> {
+        let differences = match decision {
+            Decision::Delete { expired_at } => vec![format!(
+                "job: kcm-rs would delete it (its TTL after finishing ran out at {expired_at})"
+            )],
+            _ => Vec::new(),
+        };
+        let fingerprint = controller::shadow::fingerprint::<Job, Job>(job, &[]);
+        let again = state
+            .observe_sync(&self.client, COMPONENT, key, fingerprint, differences)
+            .await;
+        match (later(decision), again) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+fn later(decision: Decision) -> Option<Duration> {
+    match decision {
+        Decision::Later(d) => Some(d),
+        Decision::Nothing | Decision::Delete { .. } => None,
+    }
+}
+
+/// Enqueues finished Jobs with a TTL on every add and update (upstream `addJob`, `updateJob`);
+/// deletions concern nobody.
+#[derive(Debug, Clone)]
+struct JobHandler(WorkQueue<ObjectKey>);
+
+impl JobHandler {
+    fn consider(&self, job: &Job) {
+        if job.metadata.deletion_timestamp.is_none() && needs_cleanup(job) {
+            self.0.add(ObjectKey::of(job));
+        }
+    }
+}
+
+impl EventHandler<Job> for JobHandler {
+    fn on_add(&self, job: &Arc<Job>, _: bool) {
+        self.consider(job);
+    }
+
+    fn on_update(&self, _: &Arc<Job>, job: &Arc<Job>) {
+        self.consider(job);
+    }
+
+    fn on_delete(&self, _: &DeletedObject<Job>) {}
+}
+
+impl Controller for TtlAfterFinishedController {
+    const NAME: &'static str = COMPONENT;
+
+    fn wiring(&self) -> &Wiring {
+        &self.wiring
+    }
+}
+
+impl Reconciler for TtlAfterFinishedController {
+    type Error = SyncError;
+
+    fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, SyncError>> + Send {
+        TtlAfterFinishedController::sync(self, key)
+    }
+}
