@@ -27,10 +27,17 @@ pub(super) fn recreate_scaled_mid_rollout(ns: TestNamespace) -> Run {
         set_image(&ns, "web", STUCK).await;
         wait_sizes(&ns, &[(1, 4), (2, 1)]).await;
         kubectl(&ns, &["rollout", "pause", "deployment/web"]);
+        // Each state seen by the controller before the next, so both runs go through the same ones.
+        ns.wait_observed::<Deployment>("web", "paused", Duration::from_secs(90), |d| {
+            condition(d, "Progressing").as_deref() == Some("Unknown (DeploymentPaused)")
+        })
+        .await;
         let recreate = json!({"spec": {"replicas": 3,
             "strategy": {"type": "Recreate", "rollingUpdate": null}}});
         patch(&ns, "web", recreate).await;
         set_image(&ns, "web", "nginx:3").await;
+        ns.wait_observed::<Deployment>("web", "the changes observed", Duration::from_secs(90), |_| true)
+            .await;
         kubectl(&ns, &["rollout", "resume", "deployment/web"]);
         ns.wait_observed::<Deployment>("web", "resumed", Duration::from_secs(90), |d| {
             condition(d, "Progressing").as_deref() == Some("Unknown (DeploymentResumed)")
