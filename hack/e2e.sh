@@ -51,15 +51,15 @@ soak_suites=(replicaset_soak deployment_soak job_soak random_differential)
 # Need the kcm-rs:dev image (hack/image.sh) and podman: `make image-e2e`, `make test`. static_pod is
 # the kubeadm recipe's static pod (deploy/kubeadm) under `podman kube play`.
 image_suites=(image static_pod)
-# Seconds each item took alone on the 2-core machine (cold `make test`, 2026-11-25; replicaset_soak
-# after its soak went from 120 to 60 s): only the lane split uses them. conformance-ci and bench-smoke
-# without their builds.
+# Seconds each item took in its lane on the 2-core machine (cold `make test` of 2026-11-27, two
+# lanes; sharding from the lane's total): only the lane split uses them. conformance-ci and
+# bench-smoke without their builds.
 declare -A known_seconds=(
-  [parallel]=40 [informer_disruptive]=16 [secure_serving]=14 [replicaset]=71 [deployment]=65
-  [job]=151 [shadow]=98 [rbac]=111 [leader_election]=37 [leader_election_load]=72 [sharding]=270 [layout_change]=180 [shard_faults]=200 [embedded]=40
-  [ttl_after_finished]=60
-  [replicaset_soak]=145 [deployment_soak]=72 [job_soak]=81 [random_differential]=51 [image]=10 [static_pod]=30
-  [conformance-ci]=150 [bench-smoke]=200 [kwokctl]=15 [envtest-go]=30 [envtest-rs]=15
+  [parallel]=96 [informer_disruptive]=28 [secure_serving]=30 [replicaset]=105 [deployment]=128
+  [job]=185 [shadow]=132 [rbac]=159 [leader_election]=48 [leader_election_load]=87 [sharding]=456
+  [layout_change]=281 [shard_faults]=188 [embedded]=26 [ttl_after_finished]=61
+  [replicaset_soak]=170 [deployment_soak]=92 [job_soak]=158 [random_differential]=85 [image]=16
+  [static_pod]=33 [conformance-ci]=157 [bench-smoke]=230 [kwokctl]=9 [envtest-go]=24 [envtest-rs]=11
 )
 
 die() { printf '[e2e] ERROR: %s\n' "$*" >&2; exit 2; }

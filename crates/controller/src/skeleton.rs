@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    EventRecorder,
     consistency::{ConsistencyStore, StaleCache},
     metrics::SyncMetrics,
     worker::{DEFAULT_DRAIN_TIMEOUT, Reconciler, WorkerOptions, run_workers},
@@ -60,6 +61,8 @@ pub struct Wiring {
     /// Concurrent syncs (`--concurrent-*-syncs`).
     workers: usize,
     metrics: Arc<dyn SyncMetrics>,
+    /// Flushed once the workers have drained, before the controller's task ends.
+    events: Option<EventRecorder>,
 }
 
 impl std::fmt::Debug for Wiring {
@@ -78,7 +81,15 @@ impl Wiring {
             queue,
             workers,
             metrics,
+            events: None,
         }
+    }
+
+    /// The recorder whose queued events are written before the controller's task ends on shutdown.
+    #[must_use]
+    pub fn with_events(mut self, recorder: EventRecorder) -> Self {
+        self.events = Some(recorder);
+        self
     }
 
     /// Adds a handler registration whose initial sync gates the workers.
@@ -126,7 +137,8 @@ impl HasSynced for Gate {
 }
 
 /// Runs `controller` until `cancel` fires: waits for its caches, starts its workers (and any run
-/// beside them), then lets in-flight syncs finish, bounded by [`DEFAULT_DRAIN_TIMEOUT`].
+/// beside them), then lets in-flight syncs finish, bounded by [`DEFAULT_DRAIN_TIMEOUT`], and writes
+/// the events they recorded.
 pub async fn run<C: Controller>(controller: Arc<C>, cancel: CancellationToken) {
     run_gated(controller, cancel, None).await;
 }
@@ -159,11 +171,15 @@ pub async fn run_gated<C: Controller>(
     };
     let queue = wiring.queue.clone();
     let metrics = wiring.metrics.clone();
+    let events = wiring.events.clone();
     let beside = controller.run_beside(options, cancel.clone());
     let main = run_workers(C::NAME, controller, queue, metrics, options, cancel);
     match beside {
         Some(beside) => drop(tokio::join!(main, beside)),
         None => main.await,
+    }
+    if let Some(events) = events {
+        events.flush().await;
     }
     tracing::info!(controller = C::NAME, "stopped");
 }

@@ -71,3 +71,56 @@ async fn an_ungated_controller_starts_once_its_caches_synced() {
     cancel.cancel();
     task.await.unwrap();
 }
+
+/// A controller that records an event for each key it syncs.
+struct Announcer {
+    wiring: Wiring,
+    events: EventRecorder,
+}
+
+impl Reconciler for Announcer {
+    type Error = String;
+
+    async fn sync(&self, key: &ObjectKey) -> Result<Option<std::time::Duration>, String> {
+        let object = k8s_openapi::api::core::v1::ObjectReference {
+            namespace: key.namespace().map(str::to_owned),
+            name: Some(key.name().to_owned()),
+            ..Default::default()
+        };
+        self.events
+            .record(&object, crate::events::TYPE_NORMAL, "Synced", "synced".into());
+        Ok(None)
+    }
+}
+
+impl Controller for Announcer {
+    const NAME: &'static str = "announcer";
+
+    fn wiring(&self) -> &Wiring {
+        &self.wiring
+    }
+}
+
+/// The binary releases its Lease once the controllers' tasks end: the events of the last syncs must
+/// be written by then, not after.
+#[tokio::test]
+async fn a_stopped_controller_has_written_its_events_when_its_task_ends() {
+    let server = kcm_testing::ApiServer::new();
+    let events = EventRecorder::new(server.client(), Announcer::NAME, "test");
+    let controller = Arc::new(Announcer {
+        wiring: Wiring::new(WorkQueue::new(), 1, Arc::new(NoopMetrics)).with_events(events.clone()),
+        events,
+    });
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(run(controller.clone(), cancel.clone()));
+    for name in ["a", "b", "c"] {
+        controller.queue().add(ObjectKey::parse(&format!("ns/{name}")));
+    }
+    while !controller.queue().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    cancel.cancel();
+    task.await.unwrap();
+    let written = server.list::<k8s_openapi::api::core::v1::Event>();
+    assert_eq!(written.len(), 3, "{written:?}");
+}

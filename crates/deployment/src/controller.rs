@@ -131,7 +131,8 @@ impl DeploymentController {
             replica_sets: replica_sets.lister(),
             queue: queue.clone(),
         };
-        let mut wiring = Wiring::new(queue, options.workers, metrics.sync_metrics(QUEUE_NAME));
+        let mut wiring = Wiring::new(queue, options.workers, metrics.sync_metrics(QUEUE_NAME))
+            .with_events(recorder.clone());
         wiring.register(
             deployments.add_event_handler(DeploymentHandler(handlers.clone()), options.resync_period),
         );

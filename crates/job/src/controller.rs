@@ -192,7 +192,8 @@ impl<P: PodControl> JobController<P> {
             backoff: Arc::new(BackoffStore::default()),
             finished: Arc::default(),
         };
-        let mut wiring = Wiring::new(queue, options.workers, metrics.sync_metrics(QUEUE_NAME));
+        let mut wiring = Wiring::new(queue, options.workers, metrics.sync_metrics(QUEUE_NAME))
+            .with_events(recorder.clone());
         wiring.register(jobs.add_event_handler(JobHandler(handlers.clone()), options.resync_period));
         wiring.register(pods.add_event_handler(PodHandler(handlers.clone()), options.resync_period));
         let executor = Executor {

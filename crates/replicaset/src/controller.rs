@@ -155,7 +155,8 @@ impl<P: PodControl> ReplicaSetController<P> {
             expectations: expectations.clone(),
             queue: queue.clone(),
         };
-        let mut wiring = Wiring::new(queue, options.workers, metrics.sync_metrics(QUEUE_NAME));
+        let mut wiring = Wiring::new(queue, options.workers, metrics.sync_metrics(QUEUE_NAME))
+            .with_events(recorder.clone());
         wiring.register(
             replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), options.resync_period),
         );

@@ -19,7 +19,10 @@ use kube::{
 };
 use parking_lot::Mutex;
 use serde_json::json;
-use tokio::{sync::mpsc, time::Instant};
+use tokio::{
+    sync::{mpsc, oneshot},
+    time::Instant,
+};
 
 mod correlator;
 mod record;
@@ -33,7 +36,9 @@ pub use record::{EVENT_QUEUE_LENGTH, EventRecord, PlannedEvent, TYPE_NORMAL, TYP
 /// Records events from a controller. Cloning shares the background writer.
 #[derive(Debug, Clone)]
 pub struct EventRecorder {
-    tx: Option<mpsc::Sender<EventRecord>>,
+    /// Invariant: the writer takes what is sent in order, so a [`Queued::Flush`] is answered only
+    /// once every event recorded before it has been written or given up on.
+    tx: Option<mpsc::Sender<Queued>>,
     /// Every event recorded, for tests and shadow mode (kept only when asked for).
     recorded: Option<Arc<Mutex<Vec<EventRecord>>>>,
 }
@@ -82,9 +87,22 @@ impl EventRecorder {
             r.lock().push(record.clone());
         }
         if let Some(tx) = &self.tx
-            && tx.try_send(record).is_err()
+            && tx.try_send(Queued::Event(record)).is_err()
         {
             tracing::warn!(object = ?object.name, "event queue full; dropping event");
+        }
+    }
+
+    /// Waits until every event recorded so far has been written (or failed). A controller that
+    /// stops flushes before its task ends: the binary releases its Lease (or a shard closes its
+    /// fence) once the tasks end, and an event sent after that would be a write by a replica that
+    /// no longer leads.
+    pub async fn flush(&self) {
+        let Some(tx) = &self.tx else { return };
+        let (done, written) = oneshot::channel();
+        // Gone writer: nothing left to wait for.
+        if tx.send(Queued::Flush(done)).await.is_ok() {
+            let _ = written.await;
         }
     }
 
@@ -97,14 +115,27 @@ impl EventRecorder {
     }
 }
 
-async fn write_events(
-    client: Client,
-    component: String,
-    instance: String,
-    mut rx: mpsc::Receiver<EventRecord>,
-) {
+/// What the background writer takes: an event, or a request to say when those before it are done.
+#[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "nearly every item is an event; boxing would allocate for each"
+)]
+enum Queued {
+    Event(EventRecord),
+    Flush(oneshot::Sender<()>),
+}
+
+async fn write_events(client: Client, component: String, instance: String, mut rx: mpsc::Receiver<Queued>) {
     let mut correlator = Correlator::default();
-    while let Some(ev) = rx.recv().await {
+    while let Some(queued) = rx.recv().await {
+        let ev = match queued {
+            Queued::Event(ev) => ev,
+            Queued::Flush(done) => {
+                let _ = done.send(());
+                continue;
+            }
+        };
         let Some(decision) = correlator.correlate(&ev, Instant::now()) else {
             continue;
         };
@@ -174,3 +205,7 @@ async fn write_events(
 fn event_name(object: &ObjectReference, stamp: u64) -> String {
     format!("{}.{stamp:x}", object.name.as_deref().unwrap_or("unknown"))
 }
+
+#[cfg(test)]
+#[path = "recorder_tests.rs"]
+mod recorder_tests;
