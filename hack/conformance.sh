@@ -36,10 +36,10 @@ export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
 # The controllers kcm-rs implements (KCM's names). In replace mode upstream KCM runs without them and
 # kcm-rs runs them; every other controller stays upstream's. Add deployment-controller and job-controller
 # here as they land.
-KCM_RS_CONTROLLERS=${KCM_RS_CONTROLLERS:-replicaset-controller deployment-controller job-controller ttl-after-finished-controller}
+KCM_RS_CONTROLLERS=${KCM_RS_CONTROLLERS:-replicaset-controller replicationcontroller-controller deployment-controller job-controller ttl-after-finished-controller}
 # The e2e Describe each controller's specs live in.
 declare -A describe_of=([replicaset-controller]=ReplicaSet [deployment-controller]=Deployment [job-controller]=Job
-  [ttl-after-finished-controller]=TTLAfterFinished)
+  [ttl-after-finished-controller]=TTLAfterFinished [replicationcontroller-controller]=ReplicationController)
 
 log() { printf '[conformance] %s\n' "$*" >&2; }
 die() { printf '[conformance] ERROR: %s\n' "$*" >&2; exit 2; }
@@ -179,7 +179,7 @@ ln -sfn "$out" "$(dirname "$out")/latest"
 kube_bin=$cache/bin/kube-$KUBE_VERSION
 
 # The Describes to run: all of them, or only those of the controllers kcm-rs implements.
-describes="Deployment ReplicaSet Job TTLAfterFinished" implemented=""
+describes="Deployment ReplicaSet ReplicationController Job TTLAfterFinished" implemented=""
 for c in $KCM_RS_CONTROLLERS; do
   [[ -n ${describe_of[$c]:-} ]] || die "KCM_RS_CONTROLLERS: unknown controller '$c' (known: ${!describe_of[*]})"
   implemented+="${describe_of[$c]} "

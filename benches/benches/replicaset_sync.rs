@@ -1,13 +1,18 @@
 //! Reconcile latency of the ReplicaSet sync's decision: `plan_sync` over what the listers hold, for
 //! 10 to 5,000 pods, at steady state, scaling up (half the pods missing) and scaling down (twice too
-//! many, with the deletion ranking over all of them).
+//! many, with the deletion ranking over all of them). The ReplicationController controller's, at
+//! steady state: the same plan on the object's ReplicaSet view, converted in each sync.
 
 use controller::compact_pod::Pod;
 use std::{hint::black_box, sync::Arc};
 
+use controller::Owner;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use k8s_openapi::{api::apps::v1::ReplicaSet, jiff::Timestamp};
-use replicaset::{BURST_REPLICAS, SyncInput, plan_sync};
+use k8s_openapi::{
+    api::{apps::v1::ReplicaSet, core::v1::ReplicationController},
+    jiff::Timestamp,
+};
+use replicaset::{BURST_REPLICAS, ReplicaKind, SyncInput, plan_sync, plan_sync_for};
 use testing::{pod, replica_set};
 
 fn rs(replicas: i32) -> ReplicaSet {
@@ -69,6 +74,44 @@ fn bench(c: &mut Criterion) {
         }
     }
     g.finish();
+
+    let mut g = c.benchmark_group("replication_controller_plan");
+    g.sample_size(20);
+    for n in [10usize, 100, 1_000, 5_000] {
+        let rc = rc(i32::try_from(n).unwrap());
+        let pods = pods(n);
+        g.bench_with_input(BenchmarkId::new("steady", n), &n, |b, _| {
+            b.iter(|| {
+                let view = rc.as_replica_set();
+                let input = SyncInput {
+                    rs: &view,
+                    expectations_satisfied: true,
+                    candidates: &pods,
+                    burst_replicas: BURST_REPLICAS,
+                    now,
+                    features: ReplicationController::plan_gates(controller::FeatureGates::default()),
+                };
+                black_box(plan_sync_for(&input, Owner::of(&rc), || pods.clone()).unwrap())
+            });
+        });
+    }
+    g.finish();
+}
+
+/// `rs(replicas)` as a ReplicationController with the same UID, so that the same pods are its own.
+fn rc(replicas: i32) -> ReplicationController {
+    let rs = rs(replicas);
+    let spec = rs.spec.unwrap();
+    ReplicationController {
+        metadata: rs.metadata,
+        spec: Some(k8s_openapi::api::core::v1::ReplicationControllerSpec {
+            replicas: spec.replicas,
+            min_ready_seconds: spec.min_ready_seconds,
+            selector: spec.selector.match_labels,
+            template: spec.template,
+        }),
+        status: None,
+    }
 }
 
 criterion_group!(benches, bench);

@@ -22,7 +22,10 @@ use crate::{Cluster, KcmRs, Mode, ModeGuard, TestNamespace, with_namespace};
 /// A normalized outcome: named facts, compared one by one.
 pub type Outcome = BTreeMap<String, String>;
 
-type ScenarioFn = fn(TestNamespace) -> Pin<Box<dyn Future<Output = Outcome> + Send>>;
+/// What a scenario's run returns: the outcome it observed.
+pub type ScenarioFuture = Pin<Box<dyn Future<Output = Outcome> + Send>>;
+
+type ScenarioFn = fn(TestNamespace) -> ScenarioFuture;
 
 /// One scenario: a name and what it does in its namespace, returning what it observed.
 #[derive(Clone, Copy)]
@@ -32,6 +35,26 @@ pub struct Scenario {
     /// Runs alone, after the others: it loads the control plane enough (hundreds of pods) to delay
     /// other scenarios' events behind the client rate limits.
     pub solo: bool,
+}
+
+impl Scenario {
+    /// A scenario that runs beside the others.
+    pub const fn new(name: &'static str, run: ScenarioFn) -> Self {
+        Self {
+            name,
+            run,
+            solo: false,
+        }
+    }
+
+    /// One that runs alone, after the others.
+    pub const fn solo(name: &'static str, run: ScenarioFn) -> Self {
+        Self {
+            name,
+            run,
+            solo: true,
+        }
+    }
 }
 
 impl std::fmt::Debug for Scenario {

@@ -134,6 +134,16 @@ impl Observed for ReplicaSet {
     }
 }
 
+impl Observed for k8s_openapi::api::core::v1::ReplicationController {
+    fn observed_generation(&self) -> Option<i64> {
+        self.status.as_ref().and_then(|s| s.observed_generation)
+    }
+
+    fn status_text(&self) -> String {
+        format!("{:?}", self.status)
+    }
+}
+
 impl Observed for Deployment {
     fn observed_generation(&self) -> Option<i64> {
         self.status.as_ref().and_then(|s| s.observed_generation)

@@ -22,7 +22,7 @@ use crate::{
     wait_for,
 };
 
-type Run = std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>>;
+use crate::differential::ScenarioFuture as Run;
 
 /// How long a Job is watched for a deletion that must not happen.
 const KEPT_FOR: Duration = Duration::from_secs(8);
@@ -174,20 +174,12 @@ fn set_later(ns: TestNamespace) -> Run {
     .boxed()
 }
 
-fn scenario(name: &'static str, run: fn(TestNamespace) -> Run) -> Scenario {
-    Scenario {
-        name,
-        run,
-        solo: false,
-    }
-}
-
 /// Every TTL-after-finished scenario.
 pub fn scenarios() -> Vec<Scenario> {
     vec![
-        scenario("ttl-complete", complete),
-        scenario("ttl-0-failed", failed),
-        scenario("ttl-raised-in-time", raised),
-        scenario("ttl-set-after-finish", set_later),
+        Scenario::new("ttl-complete", complete),
+        Scenario::new("ttl-0-failed", failed),
+        Scenario::new("ttl-raised-in-time", raised),
+        Scenario::new("ttl-set-after-finish", set_later),
     ]
 }

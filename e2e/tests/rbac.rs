@@ -1,6 +1,7 @@
 //! The shipped least-privilege RBAC: kcm-rs running as ServiceAccount kcm-rs, bound only to the
-//! shipped ClusterRole (and the leader-election Role), with all three controllers, passes the
-//! ReplicaSet differential suite and a Deployment and Job sample of theirs (each write kind: creates,
+//! shipped ClusterRole (and the leader-election Role), with the ReplicaSet, ReplicationController,
+//! Deployment and Job controllers, passes the ReplicaSet differential suite, two of its scenarios on
+//! ReplicationControllers, and a Deployment and Job sample of theirs (each write kind: creates,
 //! scaling, rollback, status, pod finalizers, the owner references a Job's and a Deployment's
 //! children carry) on the RBAC-enforcing control plane; the shipped manifests (`deployment.yaml`,
 //! the sharded `sharded.yaml`) pass server-side validation.
@@ -39,11 +40,17 @@ async fn disruptive_all_three_controllers_pass_scenarios_with_the_shipped_cluste
     cluster.apply_shipped_rbac();
     let kubeconfig = cluster.service_account_kubeconfig("kcm-rs", "kcm-rs");
     let args = [
-        "--controllers=replicaset-controller,deployment-controller,job-controller",
+        "--controllers=replicaset-controller,replicationcontroller-controller,deployment-controller,job-controller",
         "--leader-elect=true",
         "--leader-elect-resource-name=kcm-rs-rbac-e2e",
     ];
     let mut scenarios = replicaset_scenarios::scenarios();
+    // The ReplicationController rules: reads, status writes, and pods with a blocking owner reference.
+    scenarios.extend(
+        replicaset_scenarios::replication_controller_scenarios()
+            .into_iter()
+            .filter(|s| ["rc-create-3", "rc-adopt-release"].contains(&s.name)),
+    );
     scenarios.extend(sample);
     run_differential_as(&cluster, "rbac", &args, Some(kubeconfig), &scenarios).await;
 

@@ -1,13 +1,21 @@
 //! Shadow mode beside upstream's controllers (reference mode), under the shipped read-only
-//! ClusterRole: no divergence on the ReplicaSet, Deployment and Job scenarios; for each controller a
+//! ClusterRole: no divergence on the ReplicaSet (and a sample of them on ReplicationControllers),
+//! Deployment and Job scenarios; for each controller a
 //! deliberate perturbation is reported for the right object and field, counted and logged.
 
 use std::{path::PathBuf, time::Duration};
 
-use k8s_openapi::api::{apps::v1::Deployment, apps::v1::ReplicaSet, batch::v1::Job};
+use k8s_openapi::api::{
+    apps::v1::{Deployment, ReplicaSet},
+    batch::v1::Job,
+    core::v1::ReplicationController,
+};
 use kcm_rs_e2e::{
-    Cluster, KcmRs, TestNamespace, deployment_scenarios, differential::Scenario, job_scenarios,
-    replicaset_scenarios, wait_for, with_namespace,
+    Cluster, KcmRs, TestNamespace, deployment_scenarios,
+    differential::Scenario,
+    job_scenarios,
+    replicaset_scenarios::{self, Replicas},
+    wait_for, with_namespace,
 };
 use kube::api::PostParams;
 use serde_json::json;
@@ -61,8 +69,10 @@ async fn assert_no_divergence(cluster: &Cluster, shadow: &KcmRs, scenarios: Vec<
     );
 }
 
-/// A kcm-rs made wrong on purpose (`--shadow-perturb=<perturbation>`) reports each of `lines` for the
-/// object `name` that `create` makes, counts it under `controller`, and logs the object's key.
+/// A kcm-rs running `controller` made wrong on purpose (`--shadow-perturb=<perturbation>`) reports
+/// each of `lines` for the object `name` that `create` makes, counts it under the controller's events
+/// component (`controller` but for the ReplicationController controller's `replication-controller`),
+/// and logs the object's key.
 async fn assert_perturbation_reported<F, Fut>(
     cluster: &Cluster,
     kubeconfig: PathBuf,
@@ -101,7 +111,11 @@ async fn assert_perturbation_reported<F, Fut>(
                 assert!(body.contains(line), "field-level diff {line:?}: {body}");
             }
             let (_, metrics) = perturbed.http_get("/metrics");
-            let counted = format!("kcm_rs_shadow_divergences_total{{controller=\"{controller}\"}} 1");
+            let component = match controller {
+                "replicationcontroller-controller" => "replication-controller",
+                c => c,
+            };
+            let counted = format!("kcm_rs_shadow_divergences_total{{controller=\"{component}\"}} 1");
             assert!(
                 metrics.contains(&counted),
                 "the divergence is counted:\n{metrics}"
@@ -118,9 +132,20 @@ async fn assert_perturbation_reported<F, Fut>(
 #[tokio::test]
 async fn disruptive_shadow_mode_agrees_with_upstream_and_reports_a_perturbation() {
     let (cluster, kubeconfig) = reference_cluster().await;
-    let args = ["--controllers=replicaset-controller", "--shadow", SETTLE];
+    let args = [
+        "--controllers=replicaset-controller,replicationcontroller-controller",
+        "--shadow",
+        SETTLE,
+    ];
     let shadow = start_shadow(&cluster, "shadow", &args, kubeconfig.clone()).await;
     assert_no_divergence(&cluster, &shadow, replicaset_scenarios::scenarios()).await;
+    // The ReplicationController controller's status, through its ReplicaSet view and back.
+    let rc_sample = ["rc-create-3", "rc-scale-3-10-2", "rc-min-ready", "rc-quota"];
+    let rc_scenarios = replicaset_scenarios::replication_controller_scenarios()
+        .into_iter()
+        .filter(|s| rc_sample.contains(&s.name))
+        .collect();
+    assert_no_divergence(&cluster, &shadow, rc_scenarios).await;
     assert!(shadow.stop().success());
 
     // Deliberately wrong: kcm-rs ignores minReadySeconds, so it counts ready pods as available.
@@ -133,10 +158,28 @@ async fn disruptive_shadow_mode_agrees_with_upstream_and_reports_a_perturbation(
     };
     assert_perturbation_reported(
         &cluster,
-        kubeconfig,
+        kubeconfig.clone(),
         "replicaset-controller",
         "ignore-min-ready-seconds",
         ("slow", create),
+        &["status.availableReplicas: upstream 0, kcm-rs 2"],
+    )
+    .await;
+
+    // The same perturbation through the ReplicationController controller.
+    let create_rc = |ns: TestNamespace| async move {
+        let rc = <ReplicationController as Replicas>::manifest("slow", 2, 120);
+        ns.api::<ReplicationController>()
+            .create(&PostParams::default(), &rc)
+            .await
+            .unwrap();
+    };
+    assert_perturbation_reported(
+        &cluster,
+        kubeconfig,
+        "replicationcontroller-controller",
+        "ignore-min-ready-seconds",
+        ("slow", create_rc),
         &["status.availableReplicas: upstream 0, kcm-rs 2"],
     )
     .await;

@@ -133,6 +133,11 @@ pub struct Args {
     #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = at_least_one, help_heading = "Controller flags")]
     pub concurrent_replicaset_syncs: usize,
 
+    /// The number of replication controllers that are allowed to sync concurrently. Larger number =
+    /// more responsive replica management, but more CPU (and network) load.
+    #[arg(long = "concurrent-rc-syncs", default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = at_least_one, help_heading = "Controller flags")]
+    pub concurrent_rc_syncs: usize,
+
     /// The number of job objects that are allowed to sync concurrently.
     #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = at_least_one, help_heading = "Controller flags")]
     pub concurrent_job_syncs: usize,
@@ -389,9 +394,10 @@ mod tests {
                 a.concurrent_replicaset_syncs,
                 a.concurrent_deployment_syncs,
                 a.concurrent_job_syncs,
-                a.concurrent_ttl_after_finished_syncs
+                a.concurrent_ttl_after_finished_syncs,
+                a.concurrent_rc_syncs
             ),
-            (5, 5, 5, 5)
+            (5, 5, 5, 5, 5)
         );
         assert!(a.leader_elect);
         assert_eq!(a.leader_elect_lease_duration, Duration::from_secs(15));

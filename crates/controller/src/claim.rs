@@ -172,10 +172,11 @@ where
     Ok(())
 }
 
-/// The error's verb for the fresh read of an owner of `kind`.
-fn get_verb(kind: &str) -> &'static str {
+/// The error's verb for a fresh read of an object of `kind` (`ControlError` verbs are static).
+pub fn get_verb(kind: &str) -> &'static str {
     match kind {
         "ReplicaSet" => "get replicaset",
+        "ReplicationController" => "get replicationcontroller",
         "Deployment" => "get deployment",
         "Job" => "get job",
         _ => "get owner",

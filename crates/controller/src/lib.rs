@@ -39,7 +39,7 @@ pub mod testing;
 mod worker;
 pub mod writes;
 
-pub use claim::{ClaimOutcome, ClaimWrites, PodClaims, execute_claims, recheck_owner};
+pub use claim::{ClaimOutcome, ClaimWrites, PodClaims, execute_claims, get_verb, recheck_owner};
 pub use clock::{Clock, SystemClock};
 pub use compact_pod::Pod as CompactPod;
 pub use consistency::{ConsistencyStore, StaleCache};

@@ -1,4 +1,5 @@
-//! Wiring: informers and handlers, the work queue, workers (upstream `ReplicaSetController.Run`).
+//! Wiring: informers and handlers, the work queue, workers (upstream `ReplicaSetController.Run`),
+//! for either kind ([`crate::ReplicaKind`]).
 
 use controller::compact_pod::Pod;
 use std::{collections::HashSet, future::Future, sync::Arc, time::Duration};
@@ -24,23 +25,24 @@ use controller::owner_index;
 use controller::pod_util::controller_of;
 use controller::shadow::ShadowState;
 use informer::{InformerOptions, ObjectKey, SharedInformer, SharedInformerFactory, WorkQueue};
-use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::ReplicationController};
 use kube::Client;
 
 use crate::{
-    executor::{Executor, GR_PODS, GR_REPLICASETS, SyncError},
+    executor::{Executor, GR_PODS, SyncError},
     handlers::{Handlers, PodHandler, ReplicaSetHandler},
+    kind::ReplicaKind,
     metrics::{NoReplicaSetMetrics, ReplicaSetMetrics},
-    plan::{BURST_REPLICAS, PlanError, SyncInput, plan_sync, selector},
+    plan::{BURST_REPLICAS, PlanError, SyncInput, plan_sync_for},
     shadow,
 };
 
 /// Workers per controller (kube-controller-manager `--concurrent-replicaset-syncs` default).
 pub const DEFAULT_WORKERS: usize = 5;
 /// The work queue's name, the `name` label of the workqueue metrics (upstream: `replicaset`).
-pub const QUEUE_NAME: &str = "replicaset";
+pub const QUEUE_NAME: &str = <ReplicaSet as ReplicaKind>::QUEUE_NAME;
 /// The events' source component (upstream: `replicaset-controller`).
-pub const COMPONENT: &str = "replicaset-controller";
+pub const COMPONENT: &str = <ReplicaSet as ReplicaKind>::COMPONENT;
 /// Event reason for a ReplicaSet whose selector cannot be parsed. Upstream only logs this case.
 pub const REASON_INVALID_SELECTOR: &str = "InvalidSelector";
 
@@ -73,13 +75,14 @@ impl Default for ReplicaSetOptions {
     }
 }
 
-/// The ReplicaSet controller.
-pub struct ReplicaSetController<P> {
+/// The ReplicaSet controller; over ReplicationControllers, upstream's replication manager
+/// ([`ReplicationManager`]).
+pub struct ReplicaSetController<P, K: ReplicaKind = ReplicaSet> {
     wiring: Wiring,
-    handlers: Handlers,
-    replica_sets: SharedInformer<ReplicaSet>,
+    handlers: Handlers<K>,
+    replica_sets: SharedInformer<K>,
     pods: SharedInformer<Pod>,
-    executor: Executor<P>,
+    executor: Executor<P, K>,
     recorder: EventRecorder,
     options: ReplicaSetOptions,
     metrics: Arc<dyn ReplicaSetMetrics>,
@@ -87,15 +90,19 @@ pub struct ReplicaSetController<P> {
     shadow: Option<Arc<ShadowState>>,
 }
 
-impl<P> std::fmt::Debug for ReplicaSetController<P> {
+/// The ReplicationController controller: the ReplicaSet controller over ReplicationControllers, as
+/// upstream's `ReplicationManager` is its base controller behind conversion adapters.
+pub type ReplicationManager<P> = ReplicaSetController<P, ReplicationController>;
+
+impl<P, K: ReplicaKind> std::fmt::Debug for ReplicaSetController<P, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReplicaSetController")
+        f.debug_struct(K::COMPONENT)
             .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
 
-impl ReplicaSetController<NoWrites> {
+impl<K: ReplicaKind> ReplicaSetController<NoWrites, K> {
     /// A read-only controller for shadow mode: it plans every sync and records in `state` where the
     /// plan disagrees with what upstream's controller did. Nothing here can write.
     pub fn shadow(
@@ -119,7 +126,7 @@ impl ReplicaSetController<NoWrites> {
     }
 }
 
-impl ReplicaSetController<KubePodControl> {
+impl<K: ReplicaKind> ReplicaSetController<KubePodControl, K> {
     /// A controller writing through `client`, reading through `factory`'s shared informers.
     pub fn new(
         factory: &SharedInformerFactory,
@@ -128,13 +135,13 @@ impl ReplicaSetController<KubePodControl> {
         metrics: &dyn ControllerMetrics,
         rs_metrics: Arc<dyn ReplicaSetMetrics>,
     ) -> Self {
-        let recorder = EventRecorder::new(client.clone(), COMPONENT, &options.instance);
+        let recorder = EventRecorder::new(client.clone(), K::COMPONENT, &options.instance);
         let control = KubePodControl::new(client.clone(), recorder.clone());
         Self::with_control(factory, client, control, recorder, options, metrics, rs_metrics)
     }
 }
 
-impl<P: PodControl> ReplicaSetController<P> {
+impl<P: PodControl, K: ReplicaKind> ReplicaSetController<P, K> {
     pub fn with_control(
         factory: &SharedInformerFactory,
         client: Client,
@@ -144,18 +151,18 @@ impl<P: PodControl> ReplicaSetController<P> {
         metrics: &dyn ControllerMetrics,
         rs_metrics: Arc<dyn ReplicaSetMetrics>,
     ) -> Self {
-        let replica_sets = factory.namespaced::<ReplicaSet>(InformerOptions::default());
+        let replica_sets = factory.namespaced::<K>(InformerOptions::default());
         let pods = factory.namespaced::<Pod>(InformerOptions::default());
         replica_sets.store().add_index(OWNER_INDEX, owner_index());
         pods.store().add_index(OWNER_INDEX, owner_index());
         let expectations = Arc::new(Expectations::new());
-        let queue = WorkQueue::named(QUEUE_NAME, metrics);
+        let queue = WorkQueue::named(K::QUEUE_NAME, metrics);
         let handlers = Handlers {
             replica_sets: replica_sets.lister(),
             expectations: expectations.clone(),
             queue: queue.clone(),
         };
-        let mut wiring = Wiring::new(queue, options.workers, metrics.sync_metrics(QUEUE_NAME))
+        let mut wiring = Wiring::new(queue, options.workers, metrics.sync_metrics(K::QUEUE_NAME))
             .with_events(recorder.clone());
         wiring.register(
             replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), options.resync_period),
@@ -168,6 +175,7 @@ impl<P: PodControl> ReplicaSetController<P> {
             expectations,
             clock: Arc::new(SystemClock),
             consistency,
+            kind: std::marker::PhantomData,
         };
         Self {
             wiring,
@@ -182,24 +190,26 @@ impl<P: PodControl> ReplicaSetController<P> {
         }
     }
 
-    /// One sync of the ReplicaSet at `key` (upstream `syncReplicaSet`).
+    /// One sync of the object at `key` (upstream `syncReplicaSet`).
     pub async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
         let started = tokio::time::Instant::now();
-        let Some(mut rs) = self.handlers.replica_sets.get(key.namespace(), key.name()) else {
+        let Some(obj) = self.handlers.replica_sets.get(key.namespace(), key.name()) else {
             self.handlers.expectations.delete(key.as_str());
             self.executor.consistency.clear(key.as_str());
             if let Some(state) = &self.shadow {
-                state.forget(COMPONENT, key.as_str());
+                state.forget(K::COMPONENT, key.as_str());
             }
             return Ok(None);
         };
         // Read our own writes: skip (and retry later) while a cache is older than what we wrote
         // (gate `StaleControllerConsistencyReplicaSet`; upstream uses a no-op store without it).
-        if self.options.features.stale_controller_consistency_replica_set {
+        if self.options.features.stale_controller_consistency_replica_set
+            && let Some(own) = K::CONSISTENCY_RESOURCE
+        {
             self.wiring
                 .ensure_fresh(&self.executor.consistency, key, |gr| match gr {
                     GR_PODS => self.pods.last_synced_resource_version(),
-                    GR_REPLICASETS => self.replica_sets.last_synced_resource_version(),
+                    gr if gr == own => self.replica_sets.last_synced_resource_version(),
                     _ => u64::MAX,
                 })
                 .map_err(|source| SyncError::Stale {
@@ -207,13 +217,14 @@ impl<P: PodControl> ReplicaSetController<P> {
                     source,
                 })?;
         }
+        let mut rs = obj.as_replica_set();
         if self.options.ignore_min_ready_seconds
-            && let Some(spec) = Arc::make_mut(&mut rs).spec.as_mut()
+            && let Some(spec) = rs.to_mut().spec.as_mut()
         {
             spec.min_ready_seconds = Some(0);
         }
         let satisfied = self.handlers.expectations.satisfied(key.as_str());
-        let candidates = candidates(self.pods.store(), &*rs);
+        let candidates = candidates(self.pods.store(), &*obj);
         let input_now = self.executor.clock.now();
         let input = SyncInput {
             rs: &rs,
@@ -221,14 +232,15 @@ impl<P: PodControl> ReplicaSetController<P> {
             candidates: &candidates,
             burst_replicas: self.options.burst_replicas,
             now: input_now,
-            features: self.options.features,
+            features: K::plan_gates(self.options.features),
         };
-        let plan = match plan_sync(&input, || self.related_pods(&rs)) {
+        let owner = Owner::of(&*obj);
+        let plan = match plan_sync_for(&input, owner.clone(), || self.related_pods(&obj)) {
             Ok(plan) => plan,
             Err(e @ PlanError::InvalidSelector { .. }) => {
                 tracing::error!(replica_set = %key, "{e}");
                 self.recorder.record(
-                    &object_reference(&Owner::of(&*rs)),
+                    &object_reference(&owner),
                     TYPE_WARNING,
                     REASON_INVALID_SELECTOR,
                     e.to_string(),
@@ -238,9 +250,9 @@ impl<P: PodControl> ReplicaSetController<P> {
         };
         if let Some(state) = &self.shadow {
             let differences = shadow::differences(&rs, &plan);
-            let fingerprint = controller::shadow::fingerprint(&*rs, &candidates);
+            let fingerprint = controller::shadow::fingerprint(&*obj, &candidates);
             return Ok(state
-                .observe_sync(&self.executor.client, COMPONENT, key, fingerprint, differences)
+                .observe_sync(&self.executor.client, K::COMPONENT, key, fingerprint, differences)
                 .await);
         }
         if let crate::plan::ReplicaChange::Delete(chosen) = &plan.replicas.change
@@ -250,23 +262,23 @@ impl<P: PodControl> ReplicaSetController<P> {
                 self.metrics.sorting_deletion_age_ratio(ratio);
             }
         }
-        let result = self.executor.execute(&rs, plan).await;
+        let result = self.executor.execute(&*obj, &rs, plan).await;
         tracing::debug!(replica_set = %key, elapsed = ?started.elapsed(), "finished syncing");
         result
     }
 
-    /// Pods selected by every ReplicaSet with the same controller as `rs`, each once (upstream
-    /// `getIndirectlyRelatedPods`). Empty for a ReplicaSet without a controller.
-    fn related_pods(&self, rs: &ReplicaSet) -> Vec<Arc<Pod>> {
-        let Some(owner) = controller_of(&rs.metadata) else {
+    /// Pods selected by every object with the same controller as `obj`, each once (upstream
+    /// `getIndirectlyRelatedPods`). Empty for one without a controller.
+    fn related_pods(&self, obj: &K) -> Vec<Arc<Pod>> {
+        let Some(owner) = controller_of(obj.meta()) else {
             return Vec::new();
         };
         let siblings = controlled_by(self.replica_sets.store(), &owner.uid);
         let mut seen = HashSet::new();
         let mut related = Vec::new();
         for sibling in siblings {
-            let Ok(matcher) = selector(&sibling) else { continue };
-            let ns = sibling.metadata.namespace.as_deref().unwrap_or_default();
+            let Ok(matcher) = sibling.selector() else { continue };
+            let ns = sibling.meta().namespace.as_deref().unwrap_or_default();
             for pod in self.pods.lister().list_namespace(ns, &matcher) {
                 if seen.insert(pod.metadata.uid.clone()) {
                     related.push(pod);
@@ -277,15 +289,15 @@ impl<P: PodControl> ReplicaSetController<P> {
     }
 }
 
-impl<P: PodControl> Controller for ReplicaSetController<P> {
-    const NAME: &'static str = COMPONENT;
+impl<P: PodControl, K: ReplicaKind> Controller for ReplicaSetController<P, K> {
+    const NAME: &'static str = K::COMPONENT;
 
     fn wiring(&self) -> &Wiring {
         &self.wiring
     }
 }
 
-impl<P: PodControl> Reconciler for ReplicaSetController<P> {
+impl<P: PodControl, K: ReplicaKind> Reconciler for ReplicaSetController<P, K> {
     type Error = SyncError;
 
     fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, SyncError>> + Send {

@@ -21,6 +21,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use kube::Client;
 
 use crate::{
+    kind::ReplicaKind,
     plan::{ReplicaChange, SyncPlan},
     status::needs_write,
 };
@@ -38,29 +39,36 @@ pub enum SyncError {
     Stale { key: ObjectKey, source: StaleCache },
 }
 
-/// Group-resources the consistency store tracks (upstream's names).
+/// The group-resource the consistency store tracks pods under (upstream's name); the controlled
+/// kind's is [`ReplicaKind::CONSISTENCY_RESOURCE`].
 pub const GR_PODS: &str = "pods";
-pub const GR_REPLICASETS: &str = "replicasets.apps";
 
-/// The writes of one ReplicaSet controller.
-pub struct Executor<P> {
+/// The writes of one controller of kind `K`.
+pub struct Executor<P, K = ReplicaSet> {
     pub control: P,
     pub client: Client,
     pub expectations: Arc<Expectations>,
     pub clock: Arc<dyn Clock>,
     /// The resourceVersions this controller wrote, so that no sync runs on a cache older than them.
     pub consistency: Arc<ConsistencyStore>,
+    pub kind: std::marker::PhantomData<fn() -> K>,
 }
 
-impl<P> std::fmt::Debug for Executor<P> {
+impl<P, K> std::fmt::Debug for Executor<P, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Executor").finish_non_exhaustive()
     }
 }
 
-impl<P: PodControl> Executor<P> {
-    /// Claims, scales, writes the status; returns when to sync again (availability checks).
-    pub async fn execute(&self, rs: &ReplicaSet, plan: SyncPlan) -> Result<Option<Duration>, SyncError> {
+impl<P: PodControl, K: ReplicaKind> Executor<P, K> {
+    /// Claims, scales, writes the status of `obj` (`rs` is its ReplicaSet view, which the plan was
+    /// made on); returns when to sync again (availability checks).
+    pub async fn execute(
+        &self,
+        obj: &K,
+        rs: &ReplicaSet,
+        plan: SyncPlan,
+    ) -> Result<Option<Duration>, SyncError> {
         let SyncPlan {
             key,
             owner,
@@ -69,12 +77,11 @@ impl<P: PodControl> Executor<P> {
         } = plan;
         if !claims.adopt.is_empty() || !claims.release.is_empty() {
             let outcome = execute_claims(&PodClaims(&self.control), &owner, &claims, || {
-                recheck_owner::<ReplicaSet>(&self.client, &owner, "pods")
+                recheck_owner::<K>(&self.client, &owner, "pods")
             })
             .await;
             for version in &outcome.adopted_versions {
-                self.consistency
-                    .wrote_at(key.as_str(), &owner.uid, GR_PODS, Some(version));
+                self.wrote(&key, &owner, GR_PODS, Some(version));
             }
             let gone = outcome.gone.clone();
             if let Some(source) = outcome.first_error() {
@@ -94,18 +101,15 @@ impl<P: PodControl> Executor<P> {
         let message = manage.as_ref().err().map(ToString::to_string);
         let status = replicas.status_at(rs, message.as_deref(), evaluated_at);
         if needs_write(rs, &status) {
-            let written = crate::status_writer::write_replica_set_status(&self.client, rs, status.clone())
+            let written = crate::status_writer::write_status(&self.client, obj, status.clone())
                 .await
                 .map_err(|source| SyncError::Status {
                     key: key.clone(),
                     source,
                 })?;
-            self.consistency.wrote_at(
-                key.as_str(),
-                &owner.uid,
-                GR_REPLICASETS,
-                written.metadata.resource_version.as_deref(),
-            );
+            if let Some(gr) = K::CONSISTENCY_RESOURCE {
+                self.wrote(&key, &owner, gr, written.metadata.resource_version.as_deref());
+            }
         }
         manage.map_err(|source| SyncError::Manage { key, source })?;
         Ok(replicas.requeue_at(rs, &status, evaluated_at, self.clock.now()))
@@ -133,8 +137,7 @@ impl<P: PodControl> Executor<P> {
                 let (created, err) = slow_start_batch(*n, || async {
                     match self.control.create_pod(owner, &template).await {
                         Ok(pod) => {
-                            let rv = pod.metadata.resource_version.as_deref();
-                            self.consistency.wrote_at(key.as_str(), &owner.uid, GR_PODS, rv);
+                            self.wrote(key, owner, GR_PODS, pod.metadata.resource_version.as_deref());
                             Ok(())
                         }
                         // The namespace is going away; no create will ever succeed there.
@@ -155,6 +158,14 @@ impl<P: PodControl> Executor<P> {
                 let results = join_all(pods.iter().map(|p| self.delete(key, owner, p))).await;
                 results.into_iter().find_map(Result::err).map_or(Ok(()), Err)
             }
+        }
+    }
+
+    /// Remembers a write for the stale-cache gate, for a kind that has one.
+    fn wrote(&self, key: &ObjectKey, owner: &Owner, group_resource: &'static str, version: Option<&str>) {
+        if K::CONSISTENCY_RESOURCE.is_some() {
+            self.consistency
+                .wrote_at(key.as_str(), &owner.uid, group_resource, version);
         }
     }
 

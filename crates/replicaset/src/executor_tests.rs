@@ -80,6 +80,7 @@ fn executor(server: &ApiServer) -> Executor<KubePodControl> {
         expectations: Arc::new(Expectations::new()),
         clock: server.clock(),
         consistency: Arc::new(ConsistencyStore::new()),
+        kind: std::marker::PhantomData,
     }
 }
 
@@ -100,7 +101,7 @@ async fn sync(
     };
     let plan = plan_sync(&input, Vec::new).expect("valid selector");
     let executor = executor(server);
-    let requeue = executor.execute(rs, plan).await.expect("synced");
+    let requeue = executor.execute(rs, rs, plan).await.expect("synced");
     (executor, requeue)
 }
 
@@ -194,7 +195,7 @@ async fn a_failed_delete_writes_replica_failure_with_upstreams_message() {
         features: controller::FeatureGates::default(),
     };
     let plan = plan_sync(&input, Vec::new).expect("valid selector");
-    let err = executor(&server).execute(&r, plan).await.unwrap_err();
+    let err = executor(&server).execute(&r, &r, plan).await.unwrap_err();
     assert!(matches!(err, SyncError::Manage { .. }), "{err}");
     let status_puts = status_puts(&server);
     let c = condition(&status_puts[0], REPLICA_FAILURE).expect("ReplicaFailure");
@@ -204,5 +205,60 @@ async fn a_failed_delete_writes_replica_failure_with_upstreams_message() {
             Some("FailedDelete"),
             Some("unable to delete pods: etcdserver: request timed out")
         )
+    );
+}
+
+/// A ReplicationController's sync, as the replication manager runs it: planned on its ReplicaSet
+/// view, written as itself.
+#[tokio::test]
+async fn a_replication_controller_adopts_creates_and_writes_its_own_status() {
+    use k8s_openapi::api::core::v1::{Pod as FullPod, ReplicationController};
+    let rc: ReplicationController = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "ReplicationController",
+        "metadata": {"name": "web", "namespace": "ns", "uid": RS_UID, "generation": 1, "resourceVersion": "1"},
+        "spec": {"replicas": 2, "selector": {"app": "web"},
+                 "template": {"metadata": {"labels": {"app": "web"}}}},
+    }))
+    .unwrap();
+    let server = ApiServer::with_clock(Arc::new(FakeClock::at(ts(100))));
+    server.insert(&rc);
+    let o = orphan("o");
+    server.insert(&o);
+    let candidates = [Arc::new(o)];
+    let view = rc.as_replica_set();
+    let input = SyncInput {
+        rs: &view,
+        expectations_satisfied: true,
+        candidates: &candidates,
+        burst_replicas: BURST_REPLICAS,
+        now: server.clock().now(),
+        features: ReplicationController::plan_gates(controller::FeatureGates::default()),
+    };
+    let plan = crate::plan::plan_sync_for(&input, Owner::of(&rc), Vec::new).unwrap();
+    let executor: Executor<KubePodControl, ReplicationController> = Executor {
+        control: KubePodControl::new(server.client(), EventRecorder::in_memory()),
+        client: server.client(),
+        expectations: Arc::new(Expectations::new()),
+        clock: server.clock(),
+        consistency: Arc::new(ConsistencyStore::new()),
+        kind: std::marker::PhantomData,
+    };
+    executor.execute(&rc, &view, plan).await.expect("synced");
+    assert_eq!(server.writes("pods"), ["patch o", "create web-1"]);
+    for name in ["o", "web-1"] {
+        let pod: FullPod = server.get("ns", name).unwrap();
+        let owner = &pod.metadata.owner_references.unwrap()[0];
+        assert_eq!(
+            (owner.api_version.as_str(), owner.kind.as_str()),
+            ("v1", "ReplicationController")
+        );
+    }
+    assert_eq!(server.writes("replicationcontrollers"), ["update web/status"]);
+    let written: ReplicationController = server.get("ns", "web").unwrap();
+    let status = written.status.unwrap();
+    assert_eq!((status.replicas, status.observed_generation), (1, Some(1)));
+    assert!(
+        executor.consistency.ensure_ready(KEY, |_| 0).is_ok(),
+        "no consistency store for ReplicationControllers"
     );
 }

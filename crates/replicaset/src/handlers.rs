@@ -1,5 +1,5 @@
-//! Informer event handlers: which ReplicaSets a change concerns (upstream `addPod`, `updatePod`,
-//! `deletePod`, `addRS`, `updateRS`, `deleteRS`).
+//! Informer event handlers: which ReplicaSets (or ReplicationControllers) a change concerns
+//! (upstream `addPod`, `updatePod`, `deletePod`, `addRS`, `updateRS`, `deleteRS`).
 
 use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
@@ -13,27 +13,27 @@ use controller::selecting;
 use informer::{DeletedObject, EventHandler, LabelMatcher, Lister, ObjectKey, WorkQueue};
 use k8s_openapi::{api::apps::v1::ReplicaSet, apimachinery::pkg::apis::meta::v1::OwnerReference};
 
-use crate::plan::selector;
+use crate::kind::ReplicaKind;
 
 /// What the handlers share with the controller.
 #[derive(Debug, Clone)]
-pub struct Handlers {
-    pub replica_sets: Lister<ReplicaSet>,
+pub struct Handlers<K: ReplicaKind = ReplicaSet> {
+    pub replica_sets: Lister<K>,
     pub expectations: Arc<Expectations>,
     pub queue: WorkQueue<ObjectKey>,
 }
 
-impl Handlers {
-    /// The ReplicaSet a controller reference points to, if it is one we know with that UID.
-    fn resolve(&self, namespace: Option<&str>, r: &OwnerReference) -> Option<Arc<ReplicaSet>> {
+impl<K: ReplicaKind> Handlers<K> {
+    /// The object a controller reference points to, if it is one we know with that kind and UID.
+    fn resolve(&self, namespace: Option<&str>, r: &OwnerReference) -> Option<Arc<K>> {
         resolve_controller(&self.replica_sets, namespace, r)
     }
 
-    /// ReplicaSets in the pod's namespace whose selector matches it; empty selectors match nothing
-    /// here (upstream `GetPodReplicaSets`).
-    fn matching(&self, pod: &Pod) -> Vec<Arc<ReplicaSet>> {
+    /// Objects in the pod's namespace whose selector matches it; empty selectors match nothing
+    /// here (upstream `GetPodReplicaSets`, `GetPodControllers`).
+    fn matching(&self, pod: &Pod) -> Vec<Arc<K>> {
         let matching = selecting(&self.replica_sets, &pod.metadata, |rs| {
-            selector(rs).ok().filter(|m| matches!(m, LabelMatcher::Match(_)))
+            rs.selector().ok().filter(|m| matches!(m, LabelMatcher::Match(_)))
         });
         if matching.len() > 1 {
             tracing::warn!(pod = ?pod.metadata.name, "user error: more than one ReplicaSet selects this pod's labels");
@@ -41,7 +41,7 @@ impl Handlers {
         matching
     }
 
-    fn enqueue(&self, rs: &ReplicaSet) {
+    fn enqueue(&self, rs: &K) {
         self.queue.add(ObjectKey::of(rs));
     }
 
@@ -59,41 +59,41 @@ impl Handlers {
         self.queue.add(key);
     }
 
-    fn rs_deleted(&self, rs: &ReplicaSet) {
+    fn rs_deleted(&self, rs: &K) {
         let key = ObjectKey::of(rs);
         self.expectations.delete(key.as_str());
         self.queue.add(key);
     }
 }
 
-/// Handles ReplicaSet events.
+/// Handles ReplicaSet (or ReplicationController) events.
 #[derive(Debug, Clone)]
-pub struct ReplicaSetHandler(pub Handlers);
+pub struct ReplicaSetHandler<K: ReplicaKind = ReplicaSet>(pub Handlers<K>);
 
-impl EventHandler<ReplicaSet> for ReplicaSetHandler {
-    fn on_add(&self, rs: &Arc<ReplicaSet>, _: bool) {
+impl<K: ReplicaKind> EventHandler<K> for ReplicaSetHandler<K> {
+    fn on_add(&self, rs: &Arc<K>, _: bool) {
         self.0.enqueue(rs);
     }
 
     /// Every update enqueues, status-only ones and resyncs included, so that a ReplicaSet whose creates
     /// failed is retried on resync.
-    fn on_update(&self, old: &Arc<ReplicaSet>, new: &Arc<ReplicaSet>) {
-        if old.metadata.uid != new.metadata.uid {
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        if old.meta().uid != new.meta().uid {
             self.0.rs_deleted(old);
         }
         self.0.enqueue(new);
     }
 
-    fn on_delete(&self, rs: &DeletedObject<ReplicaSet>) {
+    fn on_delete(&self, rs: &DeletedObject<K>) {
         self.0.rs_deleted(rs.object());
     }
 }
 
 /// Handles pod events.
 #[derive(Debug, Clone)]
-pub struct PodHandler(pub Handlers);
+pub struct PodHandler<K: ReplicaKind = ReplicaSet>(pub Handlers<K>);
 
-impl EventHandler<Pod> for PodHandler {
+impl<K: ReplicaKind> EventHandler<Pod> for PodHandler<K> {
     fn on_add(&self, pod: &Arc<Pod>, _: bool) {
         let h = &self.0;
         if is_deleting(&pod.metadata) {
@@ -142,7 +142,7 @@ impl EventHandler<Pod> for PodHandler {
                 return;
             };
             h.enqueue(&rs);
-            let min_ready = rs.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0);
+            let min_ready = rs.min_ready_seconds();
             if !is_ready(old) && is_ready(cur) && min_ready > 0 {
                 // The pod becomes available minReadySeconds from now: look again then.
                 let after = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0));

@@ -1,4 +1,7 @@
-//! The ReplicaSet controller (upstream `pkg/controller/replicaset`, Kubernetes 1.36).
+//! The ReplicaSet controller (upstream `pkg/controller/replicaset`, Kubernetes 1.36), and over
+//! ReplicationControllers the replication manager (`pkg/controller/replication`), which upstream
+//! builds from the same base controller behind conversion adapters: [`ReplicationManager`], the
+//! seam in `kind.rs` ([`ReplicaKind`]).
 //!
 //! Start here: `plan.rs` decides, `executor.rs` writes, `controller.rs` wires. Read [`plan_sync`]
 //! first: a pure function from what the caches show (the ReplicaSet and the pods it owns or could
@@ -21,13 +24,17 @@
 mod controller;
 mod executor;
 mod handlers;
+mod kind;
 mod metrics;
 mod plan;
 mod shadow;
 mod status;
 mod status_writer;
 
-pub use controller::{COMPONENT, DEFAULT_WORKERS, QUEUE_NAME, ReplicaSetController, ReplicaSetOptions};
+pub use controller::{
+    COMPONENT, DEFAULT_WORKERS, QUEUE_NAME, ReplicaSetController, ReplicaSetOptions, ReplicationManager,
+};
 pub use executor::SyncError;
+pub use kind::ReplicaKind;
 pub use metrics::{NoReplicaSetMetrics, ReplicaSetMetrics};
-pub use plan::{BURST_REPLICAS, PlanError, ReplicaChange, SyncInput, SyncPlan, plan_sync};
+pub use plan::{BURST_REPLICAS, PlanError, ReplicaChange, SyncInput, SyncPlan, plan_sync, plan_sync_for};

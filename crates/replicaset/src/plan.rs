@@ -107,13 +107,22 @@ pub fn plan_sync(
     input: &SyncInput<'_>,
     related: impl FnOnce() -> Vec<Arc<Pod>>,
 ) -> Result<SyncPlan, PlanError> {
+    plan_sync_for(input, Owner::of(input.rs), related)
+}
+
+/// [`plan_sync`] for an object of another kind seen as the ReplicaSet `input.rs` (a
+/// ReplicationController): `owner` is the object itself, its pods' controller reference.
+pub fn plan_sync_for(
+    input: &SyncInput<'_>,
+    owner: Owner,
+    related: impl FnOnce() -> Vec<Arc<Pod>>,
+) -> Result<SyncPlan, PlanError> {
     let rs = input.rs;
     let key = ObjectKey::of(rs);
     let matcher = selector(rs).map_err(|source| PlanError::InvalidSelector {
         key: key.clone(),
         source,
     })?;
-    let owner = Owner::of(rs);
     let claims = plan_claims(&owner, &matcher, input.candidates.iter().filter(|p| is_active(p)));
     let terminating = terminating_owned(&owner, &matcher, input.candidates);
     let replicas = plan_replicas(input, claims.claimed(), terminating, related);

@@ -22,10 +22,8 @@ use helpers::*;
 
 use crate::{
     TestNamespace,
-    differential::{Outcome, Scenario},
+    differential::{Scenario, ScenarioFuture as Run},
 };
-
-type Run = std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>>;
 
 const GOOD: &str = "nginx:1";
 const GOOD_2: &str = "nginx:2";
@@ -395,41 +393,29 @@ fn long_name(ns: TestNamespace) -> Run {
     .boxed()
 }
 
-fn scenario(name: &'static str, run: fn(TestNamespace) -> Run) -> Scenario {
-    Scenario {
-        name,
-        run,
-        solo: false,
-    }
-}
-
 /// Every Deployment scenario, in the order the specification listed them.
 pub fn scenarios() -> Vec<Scenario> {
     vec![
-        scenario("create-3", create_three),
-        scenario("rolling-25-25", rolling_update),
-        scenario("surge-1-unavailable-0", surge_one),
-        scenario("recreate", recreate),
-        scenario("proportional", proportional_scaling),
-        scenario("pause-resume", pause_resume),
-        scenario("rollback", rollback),
-        scenario("progress-deadline", progress_deadline),
-        scenario("history-limit", history_limit),
-        scenario("rollover", rollover),
-        scenario("adopt-orphan", adopt_orphan),
-        scenario("min-ready", min_ready_seconds),
-        scenario("quota", quota),
-        scenario("rollout-restart", rollout_restart),
-        scenario(
+        Scenario::new("create-3", create_three),
+        Scenario::new("rolling-25-25", rolling_update),
+        Scenario::new("surge-1-unavailable-0", surge_one),
+        Scenario::new("recreate", recreate),
+        Scenario::new("proportional", proportional_scaling),
+        Scenario::new("pause-resume", pause_resume),
+        Scenario::new("rollback", rollback),
+        Scenario::new("progress-deadline", progress_deadline),
+        Scenario::new("history-limit", history_limit),
+        Scenario::new("rollover", rollover),
+        Scenario::new("adopt-orphan", adopt_orphan),
+        Scenario::new("min-ready", min_ready_seconds),
+        Scenario::new("quota", quota),
+        Scenario::new("rollout-restart", rollout_restart),
+        Scenario::new(
             "recreate-scaled-mid-rollout",
             recreate_scaled::recreate_scaled_mid_rollout,
         ),
         // Kebab-case like the others: the name prefixes the scenario's namespace, a DNS label.
-        scenario("long-name", long_name),
-        Scenario {
-            name: "rolling-100",
-            run: hundred_rolling,
-            solo: true,
-        },
+        Scenario::new("long-name", long_name),
+        Scenario::solo("rolling-100", hundred_rolling),
     ]
 }

@@ -25,7 +25,7 @@ use crate::{
     wait_for,
 };
 
-pub(super) type Run = std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>>;
+pub(super) use crate::differential::ScenarioFuture as Run;
 
 /// Liveness bound for the backoff scenarios (re-creation delays of 10 s and 20 s) and the big Job.
 const LONG_WAIT: Duration = Duration::from_secs(240);
@@ -408,43 +408,31 @@ fn big(ns: TestNamespace) -> Run {
     .boxed()
 }
 
-fn scenario(name: &'static str, run: fn(TestNamespace) -> Run) -> Scenario {
-    Scenario {
-        name,
-        run,
-        solo: false,
-    }
-}
-
 /// Every Job scenario, in the order the specification listed them.
 pub fn scenarios() -> Vec<Scenario> {
     vec![
-        scenario("completions-5-parallelism-2", completions_and_parallelism),
-        scenario("work-queue", work_queue),
-        scenario("indexed-5", indexed),
-        scenario("backoff-limit", backoff_limit),
-        scenario("on-failure-restarts", on_failure_restarts),
-        scenario("fail-job-exit-42", fail_job_on_exit_code),
-        scenario("ignore-disruption", ignore_disruption),
-        scenario("fail-index", fail_index),
-        scenario("success-policy", success_policy),
-        scenario("suspend-resume", suspend_resume),
-        scenario("active-deadline", active_deadline),
-        scenario("replacement-failed", replacement_after_failure),
-        scenario("managed-by-other", managed_by_another),
-        scenario("delete-running-pod", delete_running_pod),
-        scenario("deleted-foreground", delete_foreground),
-        scenario("deleted-background", delete_background),
-        scenario("deleted-orphan", delete_orphan),
-        scenario("backoff-beside-a-ready-pod", backoff_beside_ready::global_backoff),
-        scenario(
+        Scenario::new("completions-5-parallelism-2", completions_and_parallelism),
+        Scenario::new("work-queue", work_queue),
+        Scenario::new("indexed-5", indexed),
+        Scenario::new("backoff-limit", backoff_limit),
+        Scenario::new("on-failure-restarts", on_failure_restarts),
+        Scenario::new("fail-job-exit-42", fail_job_on_exit_code),
+        Scenario::new("ignore-disruption", ignore_disruption),
+        Scenario::new("fail-index", fail_index),
+        Scenario::new("success-policy", success_policy),
+        Scenario::new("suspend-resume", suspend_resume),
+        Scenario::new("active-deadline", active_deadline),
+        Scenario::new("replacement-failed", replacement_after_failure),
+        Scenario::new("managed-by-other", managed_by_another),
+        Scenario::new("delete-running-pod", delete_running_pod),
+        Scenario::new("deleted-foreground", delete_foreground),
+        Scenario::new("deleted-background", delete_background),
+        Scenario::new("deleted-orphan", delete_orphan),
+        Scenario::new("backoff-beside-a-ready-pod", backoff_beside_ready::global_backoff),
+        Scenario::new(
             "per-index-backoff-beside-a-ready-index",
             backoff_beside_ready::per_index_backoff,
         ),
-        Scenario {
-            name: "completions-300",
-            run: big,
-            solo: true,
-        },
+        Scenario::solo("completions-300", big),
     ]
 }

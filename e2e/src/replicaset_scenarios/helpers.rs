@@ -1,12 +1,47 @@
-//! Helpers of the ReplicaSet scenarios: manifests, waits and the outcome they compare.
+//! Helpers of the ReplicaSet scenarios: manifests, waits and the outcome they compare, for either
+//! kind the ReplicaSet controller scales ([`Replicas`]): the scenarios run on ReplicationControllers
+//! too, read through their ReplicaSet view.
 
 use std::time::Duration;
 
 pub(super) use crate::pods::{is_ready, list as pods, phase, wait_pods};
-use crate::{DEFAULT_WAIT, TestNamespace, differential::Outcome, wait_for};
-use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
+use crate::{DEFAULT_WAIT, TestNamespace, differential::Outcome, namespace::Observed, wait_for};
+use k8s_openapi::api::{
+    apps::v1::ReplicaSet,
+    core::v1::{Pod, ReplicationController},
+};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use replicaset::ReplicaKind;
 use serde_json::json;
+
+/// A kind the scenarios create and scale: ReplicaSets, or ReplicationControllers.
+pub trait Replicas: ReplicaKind + Observed {
+    /// `rs_manifest`'s object in this kind.
+    fn manifest(name: &str, replicas: i32, min_ready: i32) -> Self;
+}
+
+impl Replicas for ReplicaSet {
+    fn manifest(name: &str, replicas: i32, min_ready: i32) -> Self {
+        rs_manifest(name, replicas, min_ready)
+    }
+}
+
+impl Replicas for ReplicationController {
+    fn manifest(name: &str, replicas: i32, min_ready: i32) -> Self {
+        let rs = rs_manifest(name, replicas, min_ready);
+        let spec = rs.spec.unwrap();
+        serde_json::from_value(json!({
+            "metadata": rs.metadata,
+            "spec": {
+                "replicas": spec.replicas,
+                "minReadySeconds": spec.min_ready_seconds,
+                "selector": spec.selector.match_labels,
+                "template": spec.template,
+            }
+        }))
+        .unwrap()
+    }
+}
 
 /// Liveness bound for the 500-pod scenario.
 pub(super) const BIG_WAIT: Duration = Duration::from_secs(300);
@@ -27,29 +62,39 @@ pub fn rs_manifest(name: &str, replicas: i32, min_ready: i32) -> ReplicaSet {
     .unwrap()
 }
 
-pub(super) async fn create_rs(ns: &TestNamespace, name: &str, replicas: i32, min_ready: i32) {
-    ns.api::<ReplicaSet>()
-        .create(&PostParams::default(), &rs_manifest(name, replicas, min_ready))
+pub(super) async fn create_rs<K: Replicas>(ns: &TestNamespace, name: &str, replicas: i32, min_ready: i32) {
+    ns.api::<K>()
+        .create(&PostParams::default(), &K::manifest(name, replicas, min_ready))
         .await
         .unwrap();
 }
 
-pub(super) async fn scale(ns: &TestNamespace, name: &str, replicas: i32) {
+pub(super) async fn scale<K: Replicas>(ns: &TestNamespace, name: &str, replicas: i32) {
     let patch = json!({"spec": {"replicas": replicas}});
-    ns.api::<ReplicaSet>()
+    ns.api::<K>()
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap();
 }
 
-/// Waits until the ReplicaSet has observed its generation and `done` holds for it.
-pub(super) async fn wait_rs(
+/// Waits until the object has observed its generation and `done` holds for its ReplicaSet view;
+/// returns that view.
+pub(super) async fn wait_rs<K: Replicas>(
     ns: &TestNamespace,
     name: &str,
     what: &str,
+    timeout: Duration,
     done: impl Fn(&ReplicaSet) -> bool,
 ) -> ReplicaSet {
-    ns.wait_observed(name, what, DEFAULT_WAIT, done).await
+    ns.wait_observed::<K>(name, what, timeout, |k| done(&k.as_replica_set()))
+        .await
+        .as_replica_set()
+        .into_owned()
+}
+
+/// The object's ReplicaSet view, as read now.
+async fn get_view<K: Replicas>(ns: &TestNamespace, name: &str) -> kube::Result<ReplicaSet> {
+    Ok(ns.api::<K>().get(name).await?.as_replica_set().into_owned())
 }
 
 pub(super) fn count(
@@ -68,18 +113,14 @@ pub(super) fn replicas_settled(rs: &ReplicaSet, n: i32) -> bool {
     s.replicas == n && s.ready_replicas.unwrap_or(0) == n && s.terminating_replicas.unwrap_or(0) == 0
 }
 
-/// Waits until the ReplicaSet reports `n` ready replicas and its pods agree: exactly `n` active pods
+/// Waits until the object reports `n` ready replicas and its pods agree: exactly `n` active pods
 /// controlled by it, all Ready, none terminating. A status alone can be stale for a moment.
-pub(super) async fn wait_settled(ns: &TestNamespace, name: &str, n: i32) {
+pub(super) async fn wait_settled<K: Replicas>(ns: &TestNamespace, name: &str, n: i32) {
     wait_for(
-        &format!("ReplicaSet {name} to settle at {n} ready pods"),
+        &format!("{} {name} to settle at {n} ready pods", K::kind(&())),
         DEFAULT_WAIT,
         || async {
-            let rs = ns
-                .api::<ReplicaSet>()
-                .get(name)
-                .await
-                .map_err(|e| e.to_string())?;
+            let rs = get_view::<K>(ns, name).await.map_err(|e| e.to_string())?;
             let observed = rs.status.as_ref().and_then(|s| s.observed_generation) == rs.metadata.generation;
             let uid = rs.metadata.uid.clone().unwrap_or_default();
             let owned: Vec<Pod> = pods(ns)
@@ -111,16 +152,16 @@ pub(super) async fn wait_settled(ns: &TestNamespace, name: &str, n: i32) {
     .await;
 }
 
-/// The facts compared: the ReplicaSet's status (conditions without their free-text message) and every
+/// The facts compared: the object's status (conditions without their free-text message) and every
 /// pod as owner, labels, phase and whether it is being deleted.
-pub(super) async fn outcome(ns: &TestNamespace, rs_name: &str) -> Outcome {
+pub(super) async fn outcome<K: Replicas>(ns: &TestNamespace, rs_name: &str) -> Outcome {
     // Scheduling and the kubelet simulation are not what is compared: let every pod start first.
     wait_pods(ns, "every pod to leave Pending", |p| {
         p.iter().all(|p| phase(p) != "Pending")
     })
     .await;
     let mut o = Outcome::new();
-    let rs = ns.api::<ReplicaSet>().get(rs_name).await.unwrap();
+    let rs = get_view::<K>(ns, rs_name).await.unwrap();
     let s = rs.status.clone().unwrap_or_default();
     o.insert("status.replicas".into(), s.replicas.to_string());
     o.insert(
@@ -186,9 +227,10 @@ pub(super) async fn outcome(ns: &TestNamespace, rs_name: &str) -> Outcome {
     o
 }
 
-/// How the ReplicaSet's events look to `kubectl get events`, once they have not changed for 6 s: per
-/// reason, how many Event objects, their summed count, and how many are combined ones.
-pub(super) async fn event_shape(ns: &TestNamespace) -> String {
+/// How the events on objects of kind `K` look to `kubectl get events`, once they have not changed
+/// for 6 s: per reason, how many Event objects, their summed count, and how many are combined ones.
+pub(super) async fn event_shape<K: Replicas>(ns: &TestNamespace) -> String {
+    let kind = K::kind(&());
     let read = || async {
         let events = ns
             .api::<k8s_openapi::api::core::v1::Event>()
@@ -200,7 +242,7 @@ pub(super) async fn event_shape(ns: &TestNamespace) -> String {
             std::collections::BTreeMap::new();
         for e in events
             .iter()
-            .filter(|e| e.involved_object.kind.as_deref() == Some("ReplicaSet"))
+            .filter(|e| e.involved_object.kind.as_deref() == Some(&*kind))
         {
             let entry = by.entry(e.reason.clone().unwrap_or_default()).or_default();
             entry.0 += 1;

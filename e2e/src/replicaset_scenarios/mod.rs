@@ -8,49 +8,47 @@ use std::time::Duration;
 use futures::FutureExt as _;
 use k8s_openapi::api::{
     apps::v1::ReplicaSet,
-    core::v1::{ConfigMap, Pod, ResourceQuota},
+    core::v1::{ConfigMap, Pod, ReplicationController, ResourceQuota},
 };
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-pub use helpers::rs_manifest;
 use helpers::*;
+pub use helpers::{Replicas, rs_manifest};
 
 use crate::{
     DEFAULT_WAIT, TestNamespace,
-    differential::{Outcome, Scenario},
+    differential::{Outcome, Scenario, ScenarioFuture},
     wait_for,
 };
 
-fn create_three(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>> {
+fn create_three<K: Replicas>(ns: TestNamespace) -> ScenarioFuture {
     async move {
-        create_rs(&ns, "web", 3, 0).await;
-        wait_settled(&ns, "web", 3).await;
-        outcome(&ns, "web").await
+        create_rs::<K>(&ns, "web", 3, 0).await;
+        wait_settled::<K>(&ns, "web", 3).await;
+        outcome::<K>(&ns, "web").await
     }
     .boxed()
 }
 
-fn scale_up_and_down(
-    ns: TestNamespace,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>> {
+fn scale_up_and_down<K: Replicas>(ns: TestNamespace) -> ScenarioFuture {
     async move {
-        create_rs(&ns, "web", 3, 0).await;
-        wait_settled(&ns, "web", 3).await;
-        scale(&ns, "web", 10).await;
-        wait_settled(&ns, "web", 10).await;
-        scale(&ns, "web", 2).await;
-        wait_settled(&ns, "web", 2).await;
+        create_rs::<K>(&ns, "web", 3, 0).await;
+        wait_settled::<K>(&ns, "web", 3).await;
+        scale::<K>(&ns, "web", 10).await;
+        wait_settled::<K>(&ns, "web", 10).await;
+        scale::<K>(&ns, "web", 2).await;
+        wait_settled::<K>(&ns, "web", 2).await;
         wait_pods(&ns, "scaled-down pods to go", |p| p.len() == 2).await;
-        outcome(&ns, "web").await
+        outcome::<K>(&ns, "web").await
     }
     .boxed()
 }
 
-fn delete_a_pod(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>> {
+fn delete_a_pod<K: Replicas>(ns: TestNamespace) -> ScenarioFuture {
     async move {
-        create_rs(&ns, "web", 3, 0).await;
-        wait_settled(&ns, "web", 3).await;
+        create_rs::<K>(&ns, "web", 3, 0).await;
+        wait_settled::<K>(&ns, "web", 3).await;
         let victim = pods(&ns).await[0].metadata.name.clone().unwrap();
         ns.api::<Pod>()
             .delete(&victim, &DeleteParams::default())
@@ -60,16 +58,16 @@ fn delete_a_pod(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<
             p.len() == 3 && p.iter().all(|p| p.metadata.name.as_deref() != Some(&victim))
         })
         .await;
-        wait_settled(&ns, "web", 3).await;
-        outcome(&ns, "web").await
+        wait_settled::<K>(&ns, "web", 3).await;
+        outcome::<K>(&ns, "web").await
     }
     .boxed()
 }
 
-fn failed_pod(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>> {
+fn failed_pod<K: Replicas>(ns: TestNamespace) -> ScenarioFuture {
     async move {
-        create_rs(&ns, "web", 3, 0).await;
-        wait_settled(&ns, "web", 3).await;
+        create_rs::<K>(&ns, "web", 3, 0).await;
+        wait_settled::<K>(&ns, "web", 3).await;
         let victim = pods(&ns).await[0].metadata.name.clone().unwrap();
         let patch = json!({"metadata": {
             "labels": {"kcm-rs.test/outcome": "fail"},
@@ -81,15 +79,13 @@ fn failed_pod(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<Ou
             failed == 1 && p.len() == 4
         })
         .await;
-        wait_settled(&ns, "web", 3).await;
-        outcome(&ns, "web").await
+        wait_settled::<K>(&ns, "web", 3).await;
+        outcome::<K>(&ns, "web").await
     }
     .boxed()
 }
 
-fn adopt_and_release(
-    ns: TestNamespace,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>> {
+fn adopt_and_release<K: Replicas>(ns: TestNamespace) -> ScenarioFuture {
     async move {
         let orphan: Pod = serde_json::from_value(json!({
             "metadata": {"name": "orphan", "labels": {"app": "web", "tier": "web"}},
@@ -108,8 +104,8 @@ fn adopt_and_release(
         })
         .await;
         tokio::time::sleep(Duration::from_secs(3)).await;
-        create_rs(&ns, "web", 2, 0).await;
-        wait_settled(&ns, "web", 2).await;
+        create_rs::<K>(&ns, "web", 2, 0).await;
+        wait_settled::<K>(&ns, "web", 2).await;
         wait_pods(&ns, "the orphan to be adopted", |p| {
             p.iter().any(|p| {
                 p.metadata.name.as_deref() == Some("orphan") && p.metadata.owner_references.is_some()
@@ -129,13 +125,13 @@ fn adopt_and_release(
             released && p.len() == 3
         })
         .await;
-        wait_settled(&ns, "web", 2).await;
-        outcome(&ns, "web").await
+        wait_settled::<K>(&ns, "web", 2).await;
+        outcome::<K>(&ns, "web").await
     }
     .boxed()
 }
 
-fn foreign_owner(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>> {
+fn foreign_owner<K: Replicas>(ns: TestNamespace) -> ScenarioFuture {
     async move {
         let cm = ns
             .api::<ConfigMap>()
@@ -159,17 +155,17 @@ fn foreign_owner(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future
             .create(&PostParams::default(), &theirs)
             .await
             .unwrap();
-        create_rs(&ns, "web", 2, 0).await;
-        wait_settled(&ns, "web", 2).await;
-        outcome(&ns, "web").await
+        create_rs::<K>(&ns, "web", 2, 0).await;
+        wait_settled::<K>(&ns, "web", 2).await;
+        outcome::<K>(&ns, "web").await
     }
     .boxed()
 }
 
-fn deletion_cost(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>> {
+fn deletion_cost<K: Replicas>(ns: TestNamespace) -> ScenarioFuture {
     async move {
-        create_rs(&ns, "web", 3, 0).await;
-        wait_settled(&ns, "web", 3).await;
+        create_rs::<K>(&ns, "web", 3, 0).await;
+        wait_settled::<K>(&ns, "web", 3).await;
         let names: Vec<String> = pods(&ns)
             .await
             .iter()
@@ -194,26 +190,24 @@ fn deletion_cost(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future
         // The pod and ReplicaSet informers are separate watches: give the controller's pod cache time to
         // see the costs before the scale-down arrives, or it may rank on the old annotations.
         tokio::time::sleep(Duration::from_secs(3)).await;
-        scale(&ns, "web", 2).await;
-        wait_settled(&ns, "web", 2).await;
+        scale::<K>(&ns, "web", 2).await;
+        wait_settled::<K>(&ns, "web", 2).await;
         wait_pods(&ns, "the scaled-down pod to go", |p| p.len() == 2).await;
-        outcome(&ns, "web").await
+        outcome::<K>(&ns, "web").await
     }
     .boxed()
 }
 
-fn min_ready_seconds(
-    ns: TestNamespace,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>> {
+fn min_ready_seconds<K: Replicas>(ns: TestNamespace) -> ScenarioFuture {
     async move {
-        create_rs(&ns, "web", 3, 10).await;
-        let at_ready = wait_rs(&ns, "web", "3 ready", |rs| ready(rs) == 3).await;
+        create_rs::<K>(&ns, "web", 3, 10).await;
+        let at_ready = wait_rs::<K>(&ns, "web", "3 ready", DEFAULT_WAIT, |rs| ready(rs) == 3).await;
         let started = tokio::time::Instant::now();
-        wait_rs(&ns, "web", "3 available", |rs| {
+        wait_rs::<K>(&ns, "web", "3 available", DEFAULT_WAIT, |rs| {
             count(rs, |s| s.available_replicas) == 3
         })
         .await;
-        let mut o = outcome(&ns, "web").await;
+        let mut o = outcome::<K>(&ns, "web").await;
         o.insert(
             "available when all became ready".into(),
             count(&at_ready, |s| s.available_replicas).to_string(),
@@ -229,7 +223,7 @@ fn min_ready_seconds(
     .boxed()
 }
 
-fn quota(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>> {
+fn quota<K: Replicas>(ns: TestNamespace) -> ScenarioFuture {
     async move {
         let q: ResourceQuota =
             serde_json::from_value(json!({"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "2"}}}))
@@ -251,8 +245,8 @@ fn quota(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<Output 
                 .ok_or_else(|| "not yet".to_owned())
         })
         .await;
-        create_rs(&ns, "web", 3, 0).await;
-        let failing = wait_rs(&ns, "web", "ReplicaFailure after 2 pods", |rs| {
+        create_rs::<K>(&ns, "web", 3, 0).await;
+        let failing = wait_rs::<K>(&ns, "web", "ReplicaFailure after 2 pods", DEFAULT_WAIT, |rs| {
             let s = rs.status.clone().unwrap_or_default();
             s.replicas == 2
                 && s.conditions
@@ -265,8 +259,8 @@ fn quota(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<Output 
             .reason
             .clone()
             .unwrap_or_default();
-        scale(&ns, "web", 2).await;
-        wait_rs(&ns, "web", "the condition cleared at 2", |rs| {
+        scale::<K>(&ns, "web", 2).await;
+        wait_rs::<K>(&ns, "web", "the condition cleared at 2", DEFAULT_WAIT, |rs| {
             replicas_settled(rs, 2)
                 && rs
                     .status
@@ -275,7 +269,7 @@ fn quota(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<Output 
                     .is_none_or(Vec::is_empty)
         })
         .await;
-        let mut o = outcome(&ns, "web").await;
+        let mut o = outcome::<K>(&ns, "web").await;
         o.insert("ReplicaFailure reason while over quota".into(), reason);
         o
     }
@@ -285,28 +279,24 @@ fn quota(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<Output 
 /// 40 pods created then deleted: more similar events on one ReplicaSet than client-go's correlator
 /// lets through one by one (ten distinct messages, then "(combined from similar events): ...", and
 /// the per-object spam filter's burst of 25), so `kubectl get events` has upstream's shape.
-fn events_under_load(
-    ns: TestNamespace,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>> {
+fn events_under_load<K: Replicas>(ns: TestNamespace) -> ScenarioFuture {
     async move {
-        create_rs(&ns, "web", 40, 0).await;
-        wait_settled(&ns, "web", 40).await;
-        scale(&ns, "web", 0).await;
-        wait_settled(&ns, "web", 0).await;
+        create_rs::<K>(&ns, "web", 40, 0).await;
+        wait_settled::<K>(&ns, "web", 40).await;
+        scale::<K>(&ns, "web", 0).await;
+        wait_settled::<K>(&ns, "web", 0).await;
         wait_pods(&ns, "every pod gone", <[Pod]>::is_empty).await;
         let mut o = Outcome::new();
-        o.insert("events on the ReplicaSet".into(), event_shape(&ns).await);
+        o.insert("events on the ReplicaSet".into(), event_shape::<K>(&ns).await);
         o
     }
     .boxed()
 }
 
-fn scale_to_500(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>> {
+fn scale_to_500<K: Replicas>(ns: TestNamespace) -> ScenarioFuture {
     async move {
-        create_rs(&ns, "big", 500, 0).await;
-        let rs = ns
-            .wait_observed::<ReplicaSet>("big", "500 ready", BIG_WAIT, |rs| replicas_settled(rs, 500))
-            .await;
+        create_rs::<K>(&ns, "big", 500, 0).await;
+        let rs = wait_rs::<K>(&ns, "big", "500 ready", BIG_WAIT, |rs| replicas_settled(rs, 500)).await;
         let mut o = Outcome::new();
         o.insert(
             "status.replicas".into(),
@@ -322,61 +312,37 @@ fn scale_to_500(ns: TestNamespace) -> std::pin::Pin<Box<dyn std::future::Future<
 
 /// Every ReplicaSet scenario, in the order the specification listed them.
 pub fn scenarios() -> Vec<Scenario> {
+    scenarios_of::<ReplicaSet>()
+}
+
+/// The same scenarios on ReplicationControllers (upstream's replication manager is the ReplicaSet
+/// controller behind conversion adapters), without the 500-pod one and the events one: what differs
+/// between the kinds is the conversion, which these cover at a fraction of the time.
+/// Named `rc-<name>`, so that both kinds can run in one differential.
+pub fn replication_controller_scenarios() -> Vec<Scenario> {
+    const LONG: [&str; 2] = ["scale-500", "events-under-load"];
+    scenarios_of::<ReplicationController>()
+        .into_iter()
+        .filter(|s| !LONG.contains(&s.name))
+        .map(|s| Scenario {
+            name: Box::leak(format!("rc-{}", s.name).into_boxed_str()),
+            ..s
+        })
+        .collect()
+}
+
+fn scenarios_of<K: Replicas>() -> Vec<Scenario> {
     vec![
-        Scenario {
-            name: "create-3",
-            run: create_three,
-            solo: false,
-        },
-        Scenario {
-            name: "scale-3-10-2",
-            run: scale_up_and_down,
-            solo: false,
-        },
-        Scenario {
-            name: "delete-pod",
-            run: delete_a_pod,
-            solo: false,
-        },
-        Scenario {
-            name: "failed-pod",
-            run: failed_pod,
-            solo: false,
-        },
-        Scenario {
-            name: "adopt-release",
-            run: adopt_and_release,
-            solo: false,
-        },
-        Scenario {
-            name: "foreign-owner",
-            run: foreign_owner,
-            solo: false,
-        },
-        Scenario {
-            name: "deletion-cost",
-            run: deletion_cost,
-            solo: false,
-        },
-        Scenario {
-            name: "min-ready",
-            run: min_ready_seconds,
-            solo: false,
-        },
-        Scenario {
-            name: "quota",
-            run: quota,
-            solo: false,
-        },
-        Scenario {
-            name: "events-under-load",
-            run: events_under_load,
-            solo: false,
-        },
-        Scenario {
-            name: "scale-500",
-            run: scale_to_500,
-            solo: true,
-        },
+        Scenario::new("create-3", create_three::<K>),
+        Scenario::new("scale-3-10-2", scale_up_and_down::<K>),
+        Scenario::new("delete-pod", delete_a_pod::<K>),
+        Scenario::new("failed-pod", failed_pod::<K>),
+        Scenario::new("adopt-release", adopt_and_release::<K>),
+        Scenario::new("foreign-owner", foreign_owner::<K>),
+        Scenario::new("deletion-cost", deletion_cost::<K>),
+        Scenario::new("min-ready", min_ready_seconds::<K>),
+        Scenario::new("quota", quota::<K>),
+        Scenario::new("events-under-load", events_under_load::<K>),
+        Scenario::solo("scale-500", scale_to_500::<K>),
     ]
 }

@@ -12,7 +12,7 @@ use controller::{Controller, FeatureGates, StartGate, Started, shadow::ShadowSta
 use deployment::{DeploymentController, DeploymentOptions};
 use informer::SharedInformerFactory;
 use job::{JobController, JobOptions};
-use replicaset::{ReplicaSetController, ReplicaSetOptions};
+use replicaset::{ReplicaKind, ReplicaSetController, ReplicaSetOptions};
 use tokio_util::sync::CancellationToken;
 use ttlafterfinished::{TtlAfterFinishedController, TtlAfterFinishedOptions};
 
@@ -35,11 +35,15 @@ pub struct Descriptor {
     pub name: &'static str,
     /// The pre-1.29 short name KCM still accepts, e.g. `replicaset`.
     pub alias: &'static str,
+    /// The upstream bootstrap role whose rules deploy/rbac.yaml carries for it
+    /// (`system:controller:<role>`), also the name of its API client.
+    pub role: &'static str,
     /// A feature gate that asks this controller for something kcm-rs does not do, if it is on:
     /// refused at start rather than silently ignored.
     pub unimplemented_gate: fn(&FeatureGates) -> Option<&'static str>,
-    /// Builds the controller on the shared informers and starts it (read-only in shadow mode).
-    pub start: fn(&StartContext<'_>) -> anyhow::Result<Started>,
+    /// Builds the controller on the shared informers and its client (the role's) and starts it
+    /// (read-only in shadow mode).
+    pub start: fn(&StartContext<'_>, kube::Client) -> Started,
 }
 
 /// The controllers kcm-rs reimplements, sorted by name; all are on by default in KCM.
@@ -47,12 +51,14 @@ pub const CONTROLLERS: &[Descriptor] = &[
     Descriptor {
         name: deployment::COMPONENT,
         alias: "deployment",
+        role: deployment::COMPONENT,
         unimplemented_gate: |_| None,
         start: start_deployment,
     },
     Descriptor {
         name: job::COMPONENT,
         alias: "job",
+        role: job::COMPONENT,
         // WorkloadWithJob (alpha) has the Job controller create Workload and PodGroup objects and
         // gang-schedule Indexed Jobs' pods; running without them would schedule pods one by one.
         unimplemented_gate: |g| g.workload_with_job.then_some("WorkloadWithJob"),
@@ -61,12 +67,23 @@ pub const CONTROLLERS: &[Descriptor] = &[
     Descriptor {
         name: replicaset::COMPONENT,
         alias: "replicaset",
+        role: replicaset::COMPONENT,
         unimplemented_gate: |_| None,
         start: start_replicaset,
+    },
+    // KCM's name differs from the role, its client's and its events' component
+    // (`replication-controller`).
+    Descriptor {
+        name: "replicationcontroller-controller",
+        alias: "replicationcontroller",
+        role: <k8s_openapi::api::core::v1::ReplicationController as ReplicaKind>::COMPONENT,
+        unimplemented_gate: |_| None,
+        start: start_replication_controller,
     },
     Descriptor {
         name: ttlafterfinished::COMPONENT,
         alias: "ttl-after-finished",
+        role: ttlafterfinished::COMPONENT,
         unimplemented_gate: |_| None,
         start: start_ttl_after_finished,
     },
@@ -93,7 +110,11 @@ pub struct StartContext<'a> {
 pub fn start(enabled: &[&str], cx: &StartContext<'_>) -> anyhow::Result<Vec<Started>> {
     let mut started = Vec::new();
     for d in CONTROLLERS.iter().filter(|d| enabled.contains(&d.name)) {
-        started.push((d.start)(cx).with_context(|| format!("starting {}", d.name))?);
+        let client = cx
+            .clients
+            .client_for(d.role)
+            .with_context(|| format!("starting {}", d.name))?;
+        started.push((d.start)(cx, client));
         tracing::info!(shadow = cx.shadow.is_some(), "started {}", d.name);
     }
     Ok(started)
@@ -147,22 +168,43 @@ fn spawn_live_or_shadow<O, L: Controller, S: Controller>(
     }
 }
 
-fn start_replicaset(cx: &StartContext<'_>) -> anyhow::Result<Started> {
-    let client = cx.clients.client_for(replicaset::COMPONENT)?;
+fn start_replicaset(cx: &StartContext<'_>, client: kube::Client) -> Started {
+    start_replica_kind::<k8s_openapi::api::apps::v1::ReplicaSet>(
+        cx,
+        client,
+        cx.args.concurrent_replicaset_syncs,
+    )
+}
+
+fn start_replication_controller(cx: &StartContext<'_>, client: kube::Client) -> Started {
+    start_replica_kind::<k8s_openapi::api::core::v1::ReplicationController>(
+        cx,
+        client,
+        cx.args.concurrent_rc_syncs,
+    )
+}
+
+/// The ReplicaSet controller over `K`: ReplicaSets, or ReplicationControllers as upstream's
+/// replication manager ([`replicaset::ReplicationManager`]).
+fn start_replica_kind<K: ReplicaKind>(
+    cx: &StartContext<'_>,
+    client: kube::Client,
+    workers: usize,
+) -> Started {
     let options = ReplicaSetOptions {
-        workers: cx.args.concurrent_replicaset_syncs,
+        workers,
         ignore_min_ready_seconds: perturbed(cx, ShadowPerturbation::IgnoreMinReadySeconds),
         instance: cx.identity.to_owned(),
         features: cx.args.feature_gates,
         resync_period: cx.resync_period,
         ..ReplicaSetOptions::default()
     };
-    Ok(spawn_live_or_shadow(
+    spawn_live_or_shadow(
         cx,
         client,
         options,
         |client, options| {
-            ReplicaSetController::new(
+            ReplicaSetController::<_, K>::new(
                 cx.factory,
                 client,
                 options,
@@ -170,12 +212,11 @@ fn start_replicaset(cx: &StartContext<'_>) -> anyhow::Result<Started> {
                 Arc::new(cx.metrics.clone()),
             )
         },
-        |client, options, s| ReplicaSetController::shadow(cx.factory, client, s, options, cx.metrics),
-    ))
+        |client, options, s| ReplicaSetController::<_, K>::shadow(cx.factory, client, s, options, cx.metrics),
+    )
 }
 
-fn start_deployment(cx: &StartContext<'_>) -> anyhow::Result<Started> {
-    let client = cx.clients.client_for(deployment::COMPONENT)?;
+fn start_deployment(cx: &StartContext<'_>, client: kube::Client) -> Started {
     let options = DeploymentOptions {
         workers: cx.args.concurrent_deployment_syncs,
         instance: cx.identity.to_owned(),
@@ -183,17 +224,16 @@ fn start_deployment(cx: &StartContext<'_>) -> anyhow::Result<Started> {
         ignore_paused: perturbed(cx, ShadowPerturbation::IgnorePaused),
         features: cx.args.feature_gates,
     };
-    Ok(spawn_live_or_shadow(
+    spawn_live_or_shadow(
         cx,
         client,
         options,
         |client, options| DeploymentController::new(cx.factory, client, options, cx.metrics),
         |client, options, s| DeploymentController::shadow(cx.factory, client, s, options, cx.metrics),
-    ))
+    )
 }
 
-fn start_job(cx: &StartContext<'_>) -> anyhow::Result<Started> {
-    let client = cx.clients.client_for(job::COMPONENT)?;
+fn start_job(cx: &StartContext<'_>, client: kube::Client) -> Started {
     let options = JobOptions {
         workers: cx.args.concurrent_job_syncs,
         instance: cx.identity.to_owned(),
@@ -201,7 +241,7 @@ fn start_job(cx: &StartContext<'_>) -> anyhow::Result<Started> {
         resync_period: cx.resync_period,
         ignore_suspend: perturbed(cx, ShadowPerturbation::IgnoreSuspend),
     };
-    Ok(spawn_live_or_shadow(
+    spawn_live_or_shadow(
         cx,
         client,
         options,
@@ -209,16 +249,15 @@ fn start_job(cx: &StartContext<'_>) -> anyhow::Result<Started> {
             JobController::new(cx.factory, client, options, cx.metrics, cx.metrics.job_metrics())
         },
         |client, options, s| JobController::shadow(cx.factory, client, s, options, cx.metrics),
-    ))
+    )
 }
 
-fn start_ttl_after_finished(cx: &StartContext<'_>) -> anyhow::Result<Started> {
-    let client = cx.clients.client_for(ttlafterfinished::COMPONENT)?;
+fn start_ttl_after_finished(cx: &StartContext<'_>, client: kube::Client) -> Started {
     let options = TtlAfterFinishedOptions {
         workers: cx.args.concurrent_ttl_after_finished_syncs,
         resync_period: cx.resync_period,
     };
-    Ok(spawn_live_or_shadow(
+    spawn_live_or_shadow(
         cx,
         client,
         options,
@@ -232,7 +271,7 @@ fn start_ttl_after_finished(cx: &StartContext<'_>) -> anyhow::Result<Started> {
             )
         },
         |client, options, s| TtlAfterFinishedController::shadow(cx.factory, client, s, options, cx.metrics),
-    ))
+    )
 }
 
 #[cfg(test)]
@@ -257,15 +296,19 @@ mod tests {
     }
 
     /// deploy/rbac.yaml names the upstream roles its rules are taken from, as
-    /// `system:controller:{a,b,c}-controller`: exactly the table's controllers.
+    /// `system:controller:{a,b,c}`: exactly the table's controllers' roles.
     #[test]
     fn the_shipped_rbac_is_written_for_exactly_these_controllers() {
         let rbac = include_str!("../../../../deploy/rbac.yaml");
         let start = rbac.find("system:controller:{").expect("the roles line") + "system:controller:{".len();
         let end = start + rbac[start..].find('}').expect("closing brace");
-        let mut roles: Vec<_> = rbac[start..end].split(',').map(str::trim).collect();
+        let mut roles: Vec<_> = rbac[start..end]
+            .split(',')
+            .map(|r| r.trim().trim_start_matches('#').trim())
+            .collect();
         roles.sort_unstable();
-        let aliases: Vec<_> = CONTROLLERS.iter().map(|d| d.alias).collect();
-        assert_eq!(roles, aliases);
+        let mut wanted: Vec<_> = CONTROLLERS.iter().map(|d| d.role).collect();
+        wanted.sort_unstable();
+        assert_eq!(roles, wanted);
     }
 }

@@ -98,6 +98,7 @@ mod tests {
                 "deployment-controller",
                 "job-controller",
                 "replicaset-controller",
+                "replicationcontroller-controller",
                 "ttl-after-finished-controller"
             ]
         );
@@ -106,7 +107,7 @@ mod tests {
     #[test]
     fn minus_disables_and_aliases_work() {
         assert_eq!(
-            parse("*,-job-controller,-deployment,-ttl-after-finished").unwrap(),
+            parse("*,-job-controller,-deployment,-ttl-after-finished,-replicationcontroller").unwrap(),
             ["replicaset-controller"]
         );
     }
@@ -123,6 +124,7 @@ mod tests {
             [
                 "deployment-controller",
                 "replicaset-controller",
+                "replicationcontroller-controller",
                 "ttl-after-finished-controller"
             ]
         );
