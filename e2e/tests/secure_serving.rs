@@ -2,7 +2,8 @@
 //! requests (no credentials, ServiceAccount tokens with and without the shipped metrics-reader
 //! ClusterRole, client certificates signed by the cluster CA, expired and foreign certificates, a
 //! garbage token, plain HTTP, an unknown path) get the same status codes and the same `Status`
-//! bodies from both. kcm-rs keeps reconciling a ReplicaSet while it is fed bad requests. Also: a
+//! bodies from both, and with the right both serve a CPU profile (`--profiling`) that `go tool pprof`
+//! reads. kcm-rs keeps reconciling a ReplicaSet while it is fed bad requests. Also: a
 //! given certificate is served, the generated one names localhost and 127.0.0.1, and
 //! `--tls-min-version=VersionTLS13` refuses TLS 1.2.
 
@@ -167,6 +168,22 @@ async fn disruptive_serves_like_upstream_kcm_and_keeps_reconciling() {
                 },
                 401,
             ),
+            // --profiling (on by default in both): the CPU profile needs the right to get the path.
+            (
+                "no credentials, CPU profile",
+                "/debug/pprof/profile?seconds=1",
+                Creds::default(),
+                403,
+            ),
+            (
+                "token with the metrics role, CPU profile",
+                "/debug/pprof/profile?seconds=1",
+                Creds {
+                    token: Some(reader_token.clone()),
+                    cert: None,
+                },
+                403,
+            ),
         ];
 
         let upstream = UpstreamKcm::start(cluster);
@@ -250,6 +267,16 @@ async fn disruptive_serves_like_upstream_kcm_and_keeps_reconciling() {
             "kcm-rs serves unlike upstream KCM:\n{}",
             mismatches.join("\n")
         );
+
+        // With the right (the admin's token), a CPU profile from each that `go tool pprof` reads.
+        let admin = std::fs::read_to_string(cluster.run_dir.join("pki/admin.token")).expect("admin token");
+        for (who, port) in [("kube-controller-manager", upstream.port), ("kcm-rs", kcm.port)] {
+            let top = pprof_top(&dir, who, port, admin.trim());
+            assert!(
+                top.contains("Type: cpu"),
+                "go tool pprof -top of {who}'s profile:\n{top}"
+            );
+        }
 
         // Bad requests meanwhile do not stop the controllers: scale a ReplicaSet through them.
         let port = kcm.port;
@@ -341,4 +368,37 @@ async fn a_given_certificate_and_the_min_version_are_served() {
         let _ = std::fs::remove_dir_all(&dir);
     })
     .await;
+}
+
+/// Fetches a 2-second CPU profile from `port` with `token` into `dir` and returns what
+/// `go tool pprof -top` prints of it (failing the test if either step fails).
+fn pprof_top(dir: &std::path::Path, who: &str, port: u16, token: &str) -> String {
+    let file = dir.join(format!("{who}.pprof"));
+    let url = format!("https://127.0.0.1:{port}/debug/pprof/profile?seconds=2");
+    let out = Command::new("curl")
+        .args(["-sk", "--max-time", "30", "-w", "%{http_code}", "-o"])
+        .arg(&file)
+        .args(["-H", &format!("Authorization: Bearer {token}"), &url])
+        .output()
+        .expect("curl");
+    let code = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(code, "200", "{who}: GET {url}");
+    let top = Command::new("go")
+        .args(["tool", "pprof", "-top"])
+        .arg(&file)
+        .env("PPROF_TMPDIR", dir)
+        .env("GOTOOLCHAIN", "local")
+        .output()
+        .expect("go tool pprof");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&top.stdout),
+        String::from_utf8_lossy(&top.stderr)
+    );
+    assert!(
+        top.status.success(),
+        "go tool pprof -top {}: {text}",
+        file.display()
+    );
+    text
 }

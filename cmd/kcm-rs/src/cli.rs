@@ -291,12 +291,20 @@ async fn serve(
         return Ok(None);
     };
     let bound = secure_serving::SecureServer::bind(config).await?;
+    if args.profiling && args.contention_profiling {
+        tracing::info!(
+            "--contention-profiling: no block profile in kcm-rs (Go's has no Rust counterpart); CPU profiles at /debug/pprof/profile"
+        );
+    }
     Ok(Some(tokio::spawn(server::serve(
         bound,
-        health.clone(),
-        metrics.clone(),
-        shadow.cloned(),
-        shards.cloned(),
+        server::Endpoints {
+            health: health.clone(),
+            metrics: metrics.clone(),
+            shadow: shadow.cloned(),
+            shards: shards.cloned(),
+            profiling: args.profiling,
+        },
         cancel.clone(),
     ))))
 }

@@ -149,6 +149,15 @@ pub struct Args {
     #[command(flatten)]
     pub serving: crate::serving_flags::ServingFlags,
 
+    /// Enable profiling via web interface host:port/debug/pprof/
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", help_heading = "Debugging flags")]
+    pub profiling: bool,
+
+    /// Enable block profiling, if profiling is enabled. Accepted for KCM's command lines; a Rust
+    /// process has no block profile (see the log line at start).
+    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", help_heading = "Debugging flags")]
+    pub contention_profiling: bool,
+
     /// Start a leader election client and gain leadership before executing the main loop.
     #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", help_heading = "Leader election flags")]
     pub leader_elect: bool,

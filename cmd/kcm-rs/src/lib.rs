@@ -23,6 +23,7 @@ mod guard;
 mod job_metrics;
 mod metric_labels;
 mod metrics;
+mod profiling;
 mod retry;
 mod server;
 mod serving_flags;

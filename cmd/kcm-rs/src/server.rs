@@ -108,31 +108,74 @@ struct AppState {
     shards: Option<Arc<Mutex<sharding::Status>>>,
 }
 
+/// What the endpoints serve from.
+pub struct Endpoints {
+    pub health: Arc<Health>,
+    pub metrics: Metrics,
+    pub shadow: Option<Arc<ShadowState>>,
+    pub shards: Option<Arc<Mutex<sharding::Status>>>,
+    /// `--profiling`: `/debug/pprof/` and `/debug/pprof/profile`.
+    pub profiling: bool,
+}
+
 /// Serves until `cancel` fires.
 pub async fn serve(
     server: secure_serving::SecureServer,
-    health: Arc<Health>,
-    metrics: Metrics,
-    shadow: Option<Arc<ShadowState>>,
-    shards: Option<Arc<Mutex<sharding::Status>>>,
+    endpoints: Endpoints,
     cancel: CancellationToken,
 ) -> Result<(), secure_serving::ServingError> {
-    let app = Router::new()
+    let mut app = Router::new()
         .route("/healthz", get(healthz))
         .route("/livez", get(healthz))
         .route("/healthz/{check}", get(one_check))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
         .route("/debug/shadow", get(shadow_report))
-        .route("/debug/shards", get(shards_report))
-        .fallback(not_found)
-        .with_state(AppState {
-            health,
-            metrics,
-            shadow,
-            shards,
-        });
+        .route("/debug/shards", get(shards_report));
+    if endpoints.profiling {
+        app = app
+            .route("/debug/pprof/", get(pprof_index))
+            .route("/debug/pprof/profile", get(cpu_profile));
+    }
+    let app = app.fallback(not_found).with_state(AppState {
+        health: endpoints.health,
+        metrics: endpoints.metrics,
+        shadow: endpoints.shadow,
+        shards: endpoints.shards,
+    });
     server.serve(app, cancel).await
+}
+
+/// What `/debug/pprof/` lists: the one profile kcm-rs takes.
+async fn pprof_index() -> Response {
+    let body = "<html><head><title>/debug/pprof/</title></head><body>/debug/pprof/<br><br>\n\
+                Types of profiles available:<br>\n\
+                <a href=\"profile\">profile</a>: CPU profile. You can specify the duration in the \
+                seconds GET parameter. After you get the profile file, use the go tool pprof command \
+                to investigate the profile.\n</body></html>\n";
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
+}
+
+/// Go's `pprof.Profile`: samples for `seconds` (default 30), answers the protobuf as a download.
+async fn cpu_profile(uri: http::Uri) -> Response {
+    let duration = crate::profiling::seconds(uri.query());
+    match crate::profiling::cpu_profile(duration).await {
+        Ok(profile) => (
+            [
+                (header::CONTENT_TYPE, "application/octet-stream"),
+                (header::CONTENT_DISPOSITION, "attachment; filename=\"profile\""),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            profile,
+        )
+            .into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            format!("Could not enable CPU profiling: {e}\n"),
+        )
+            .into_response(),
+    }
 }
 
 /// Go's `http.NotFound`, which KCM answers unknown paths with (after authorization).

@@ -1,0 +1,71 @@
+//! CPU profiles on demand, as KCM serves them under `--profiling` (`/debug/pprof/profile?seconds=N`,
+//! the pprof protobuf `go tool pprof` reads). Sampling is `pprof`'s (SIGPROF at [`SAMPLE_HZ`], the
+//! stacks symbolized in the process); the profile is encoded here (`proto.rs`, `encode.rs`).
+//!
+//! There is no heap profile: the process runs on the system allocator, which keeps no allocation
+//! sites. There is no contention profile either: `--contention-profiling` turns on Go's block
+//! profile, which has no counterpart in a Rust process; the flag is accepted and says so.
+
+mod encode;
+mod proto;
+
+use std::{sync::mpsc, time::Duration};
+
+use prost::Message as _;
+
+/// Samples per second: Go's CPU profiler's rate (`runtime/pprof`).
+pub const SAMPLE_HZ: i32 = 100;
+/// Frames from these libraries are not unwound from the signal handler: `pprof`'s advice, against
+/// deadlocks in the system unwinder and vDSO's broken unwind tables.
+const BLOCKLIST: [&str; 4] = ["libc", "libgcc", "pthread", "vdso"];
+/// How long a profile lasts when `seconds` is absent, zero or not a number (Go's `pprof.Profile`).
+pub const DEFAULT_SECONDS: u64 = 30;
+
+/// Why no profile was taken.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// Another profile is being taken (Go's text).
+    #[error("cpu profiling already in use")]
+    InUse,
+    #[error("{0}")]
+    Profiler(pprof::Error),
+    #[error("the profiling thread ended: {0}")]
+    Thread(tokio::task::JoinError),
+}
+
+/// Samples the whole process for `duration` (less if the returned future is dropped: the caller
+/// went away) and returns the profile, pprof protobuf.
+pub async fn cpu_profile(duration: Duration) -> Result<Vec<u8>, ProfileError> {
+    // Dropping `_stop` (this future dropped) wakes the sampling thread early.
+    let (_stop, stopped) = mpsc::channel::<()>();
+    // The profiler's guard and report hold raw frame pointers (not `Send`): one blocking thread
+    // starts, waits and reports.
+    tokio::task::spawn_blocking(move || {
+        let guard = pprof::ProfilerGuardBuilder::default()
+            .frequency(SAMPLE_HZ)
+            .blocklist(&BLOCKLIST)
+            .build()
+            .map_err(|e| match e {
+                pprof::Error::Running => ProfileError::InUse,
+                e => ProfileError::Profiler(e),
+            })?;
+        let _ = stopped.recv_timeout(duration);
+        let report = guard.report().build().map_err(ProfileError::Profiler)?;
+        Ok(encode::profile(&report).encode_to_vec())
+    })
+    .await
+    .map_err(ProfileError::Thread)?
+}
+
+/// The seconds a request asks for: Go's rule (a positive integer, else [`DEFAULT_SECONDS`]).
+pub fn seconds(query: Option<&str>) -> Duration {
+    let asked = query
+        .and_then(|q| form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "seconds"))
+        .and_then(|(_, v)| v.parse::<u64>().ok())
+        .filter(|s| *s > 0);
+    Duration::from_secs(asked.unwrap_or(DEFAULT_SECONDS))
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;
