@@ -50,6 +50,7 @@ async fn disruptive_embedded_controllers_run_without_kube_controller_manager() {
                 "deployment-controller",
                 "job-controller",
                 "replicaset-controller",
+                "replicationcontroller-controller",
                 "ttl-after-finished-controller"
             ]
         );

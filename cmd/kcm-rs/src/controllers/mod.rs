@@ -114,7 +114,11 @@ pub fn start(enabled: &[&str], cx: &StartContext<'_>) -> anyhow::Result<Vec<Star
             .clients
             .client_for(d.role)
             .with_context(|| format!("starting {}", d.name))?;
-        started.push((d.start)(cx, client));
+        // KCM names its health checks and the started list by the table's name, which for the
+        // ReplicationController controller is not its component's.
+        let mut controller = (d.start)(cx, client);
+        controller.name = d.name;
+        started.push(controller);
         tracing::info!(shadow = cx.shadow.is_some(), "started {}", d.name);
     }
     Ok(started)
