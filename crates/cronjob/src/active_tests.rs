@@ -6,16 +6,10 @@ use serde_json::json;
 use super::*;
 
 fn job(uid: &str, condition: Option<&str>, completed: Option<&str>) -> Arc<Job> {
-    let conditions: Vec<_> = condition
-        .map(|c| json!({"type": c, "status": "True"}))
-        .into_iter()
-        .collect();
-    Arc::new(
-        serde_json::from_value(json!({
-            "metadata": {"name": format!("job-{uid}"), "namespace": "snazzycats", "uid": uid},
-            "status": {"conditions": conditions, "completionTime": completed},
-        }))
-        .unwrap(),
+    crate::fixtures::job(
+        json!({"name": format!("job-{uid}"), "namespace": "snazzycats", "uid": uid}),
+        json!({"completionTime": completed}),
+        condition,
     )
 }
 

@@ -67,17 +67,7 @@ mod tests {
     use super::*;
 
     fn job(name: &str, start: Option<&str>, condition: Option<&str>) -> Arc<Job> {
-        let conditions: Vec<_> = condition
-            .map(|c| json!({"type": c, "status": "True"}))
-            .into_iter()
-            .collect();
-        Arc::new(
-            serde_json::from_value(json!({
-                "metadata": {"name": name},
-                "status": {"startTime": start, "conditions": conditions},
-            }))
-            .unwrap(),
-        )
+        crate::fixtures::job(json!({"name": name}), json!({"startTime": start}), condition)
     }
 
     fn cron_job(successful: Option<i32>, failed: Option<i32>) -> CronJob {

@@ -14,6 +14,8 @@
 
 mod active;
 mod decide;
+#[cfg(test)]
+mod fixtures;
 mod history;
 mod job;
 mod schedule;
