@@ -73,7 +73,8 @@ fn orphan(name: &str) -> Pod {
     pod(name).label("app", "web").node("n1").ready_at(ts(1)).build()
 }
 
-fn executor(server: &ApiServer) -> Executor<KubePodControl> {
+/// An executor for kind `K` (a ReplicaSet unless the caller names another) writing to `server`.
+fn executor<K>(server: &ApiServer) -> Executor<KubePodControl, K> {
     Executor {
         control: KubePodControl::new(server.client(), EventRecorder::in_memory()),
         client: server.client(),
@@ -235,14 +236,7 @@ async fn a_replication_controller_adopts_creates_and_writes_its_own_status() {
         features: ReplicationController::plan_gates(controller::FeatureGates::default()),
     };
     let plan = crate::plan::plan_sync_for(&input, Owner::of(&rc), Vec::new).unwrap();
-    let executor: Executor<KubePodControl, ReplicationController> = Executor {
-        control: KubePodControl::new(server.client(), EventRecorder::in_memory()),
-        client: server.client(),
-        expectations: Arc::new(Expectations::new()),
-        clock: server.clock(),
-        consistency: Arc::new(ConsistencyStore::new()),
-        kind: std::marker::PhantomData,
-    };
+    let executor = executor::<ReplicationController>(&server);
     executor.execute(&rc, &view, plan).await.expect("synced");
     assert_eq!(server.writes("pods"), ["patch o", "create web-1"]);
     for name in ["o", "web-1"] {
