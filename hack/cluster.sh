@@ -8,8 +8,8 @@
 #                          ShardedListAndWatch; --audit-writes: and logging kcm-rs's writes)
 #
 #   --mode reference  upstream kube-controller-manager runs every controller (the behaviour to compare with)
-#   --mode replace    upstream KCM runs without the deployment, replicaset, replicationcontroller, job and
-#                     ttl-after-finished controllers (or those $KCM_RS_REPLACED_CONTROLLERS names) so that kcm-rs can take them over (default)
+#   --mode replace    upstream KCM runs without the deployment, replicaset, replicationcontroller, job,
+#                     ttl-after-finished and cronjob controllers (or those $KCM_RS_REPLACED_CONTROLLERS names) so that kcm-rs can take them over (default)
 #
 # Everything lives in one run directory ($KCM_RS_RUN_DIR, default /tmp/kcm-rs-cluster): pids/, logs/,
 # pki/, kubeconfig, cluster.env. Binaries come from hack/build.sh's cache and are built on first use.
@@ -31,7 +31,7 @@ node_pods=${KCM_RS_NODE_PODS:-5000}
 kcm_qps=${KCM_RS_KCM_QPS:-100}
 kcm_burst=${KCM_RS_KCM_BURST:-200}
 # Controllers kcm-rs takes over in replace mode (KCM's names).
-replaced_controllers=${KCM_RS_REPLACED_CONTROLLERS:-deployment-controller replicaset-controller replicationcontroller-controller job-controller ttl-after-finished-controller}
+replaced_controllers=${KCM_RS_REPLACED_CONTROLLERS:-deployment-controller replicaset-controller replicationcontroller-controller job-controller ttl-after-finished-controller cronjob-controller}
 ready_timeout=${KCM_RS_READY_TIMEOUT:-120}
 
 log() { printf '[cluster] %s\n' "$*" >&2; }

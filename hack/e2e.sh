@@ -45,7 +45,7 @@ kcm_rs_bin=${KCM_RS_BIN:-$root/target/debug/kcm-rs}
 # their suite runs alone on its lane's control plane) must be in exactly one list: a file in none
 # fails the run instead of being skipped.
 e2e_suites=(informer_disruptive secure_serving replicaset deployment job shadow rbac leader_election
-  leader_election_load sharding layout_change shard_faults embedded ttl_after_finished)
+  leader_election_load sharding layout_change shard_faults embedded ttl_after_finished cronjob)
 # Randomized, with short seeds unless KCM_RS_SOAK_SECONDS / KCM_RS_RANDOM_SECONDS say otherwise.
 soak_suites=(replicaset_soak deployment_soak job_soak random_differential)
 # Need the kcm-rs:dev image (hack/image.sh) and podman: `make image-e2e`, `make test`. static_pod is
@@ -59,7 +59,7 @@ image_suites=(image static_pod)
 declare -A known_seconds=(
   [parallel]=96 [informer_disruptive]=28 [secure_serving]=30 [replicaset]=175 [deployment]=128
   [job]=185 [shadow]=165 [rbac]=190 [leader_election]=48 [leader_election_load]=87 [sharding]=456
-  [layout_change]=150 [shard_faults]=188 [embedded]=26 [ttl_after_finished]=61
+  [layout_change]=150 [shard_faults]=188 [embedded]=26 [ttl_after_finished]=61 [cronjob]=300
   [replicaset_soak]=170 [deployment_soak]=92 [job_soak]=158 [random_differential]=85 [image]=16
   [static_pod]=33 [conformance-ci]=175 [bench-smoke]=230 [kwokctl]=9 [envtest-go]=24 [envtest-rs]=11
 )

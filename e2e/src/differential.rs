@@ -281,7 +281,7 @@ impl PodCounter {
     }
 }
 
-/// The distinct reasons of events on ReplicaSets, Deployments and Jobs in the namespace, once they
+/// The distinct reasons of events on ReplicaSets, Deployments, Jobs and CronJobs in the namespace, once they
 /// have not changed for [`EVENTS_QUIET`]: controllers write events in the background, behind their
 /// client's rate limiter, so under load they arrive seconds after the action.
 pub(crate) async fn event_reasons(ns: &TestNamespace) -> String {
@@ -320,7 +320,7 @@ async fn read_event_reasons(ns: &TestNamespace) -> String {
         .filter(|e| {
             matches!(
                 e.involved_object.kind.as_deref(),
-                Some("ReplicaSet" | "Deployment" | "Job")
+                Some("ReplicaSet" | "Deployment" | "Job" | "CronJob")
             )
         })
         .map(|e| {

@@ -4,6 +4,7 @@
 
 mod cluster;
 mod counting;
+pub mod cronjob_scenarios;
 pub mod deployment_scenarios;
 pub mod deployment_soak;
 pub mod differential;

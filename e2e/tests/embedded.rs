@@ -47,6 +47,7 @@ async fn disruptive_embedded_controllers_run_without_kube_controller_manager() {
         assert_eq!(
             running.controllers(),
             [
+                "cronjob-controller",
                 "deployment-controller",
                 "job-controller",
                 "replicaset-controller",

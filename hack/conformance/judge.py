@@ -251,7 +251,7 @@ def main():
     s = sub.add_parser("select")
     s.add_argument("--specs", required=True)
     s.add_argument("--tests", required=True)
-    s.add_argument("--describes", default="Deployment ReplicaSet ReplicationController Job TTLAfterFinished")
+    s.add_argument("--describes", default="Deployment ReplicaSet ReplicationController Job TTLAfterFinished CronJob")
     s.add_argument("--focus", default="")
     s.add_argument("--out", required=True)
     r = sub.add_parser("report")

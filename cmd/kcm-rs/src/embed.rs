@@ -294,11 +294,11 @@ mod tests {
     #[tokio::test]
     async fn an_unknown_controller_is_refused_by_name() {
         let err = ControllerManager::new(unreachable_client())
-            .controllers(["deployment-controller", "cronjob-controller"])
+            .controllers(["deployment-controller", "statefulset-controller"])
             .start()
             .await
-            .expect_err("cronjob-controller is not implemented");
-        assert!(err.to_string().contains("\"cronjob-controller\""), "{err}");
+            .expect_err("statefulset-controller is not implemented");
+        assert!(err.to_string().contains("\"statefulset-controller\""), "{err}");
     }
 
     #[tokio::test]

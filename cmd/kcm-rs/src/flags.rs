@@ -138,6 +138,11 @@ pub struct Args {
     #[arg(long = "concurrent-rc-syncs", default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = at_least_one, help_heading = "Controller flags")]
     pub concurrent_rc_syncs: usize,
 
+    /// The number of cron job objects that are allowed to sync concurrently. Larger number = more
+    /// responsive jobs, but more CPU (and network) load.
+    #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = at_least_one, help_heading = "Controller flags")]
+    pub concurrent_cron_job_syncs: usize,
+
     /// The number of job objects that are allowed to sync concurrently.
     #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = at_least_one, help_heading = "Controller flags")]
     pub concurrent_job_syncs: usize,

@@ -231,6 +231,12 @@ impl replicaset::ReplicaSetMetrics for Metrics {
     }
 }
 
+impl cronjob::CronJobMetrics for Metrics {
+    fn job_creation_skew(&self, seconds: f64) {
+        self.cronjob_creation_skew.observe(seconds);
+    }
+}
+
 impl ttlafterfinished::TtlMetrics for Metrics {
     fn job_deletion_duration(&self, seconds: f64) {
         self.ttl_deletion_duration.observe(seconds);

@@ -54,6 +54,7 @@ pub struct Metrics {
     sync_duration: Hist<Sharded<SyncLabel>>,
     deletion_age_ratio: Histogram,
     ttl_deletion_duration: Histogram,
+    cronjob_creation_skew: Histogram,
     stale_skips: Family<Sharded<GroupResourceLabel>, Counter>,
     job_stale_skips: Family<Sharded<GroupResourceLabel>, Counter>,
     sync_panics: Family<Sharded<ControllerLabel>, Counter>,
@@ -105,6 +106,9 @@ impl Metrics {
             // Upstream's buckets for ttl_after_finished_controller_job_deletion_duration_seconds:
             // 14 doubling from 100 ms.
             ttl_deletion_duration: Histogram::new(exponential_buckets(0.1, 2.0, 14)),
+            // Upstream's buckets for cronjob_controller_job_creation_skew_duration_seconds: 10
+            // doubling from 1 s.
+            cronjob_creation_skew: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
             stale_skips: Family::default(),
             job_stale_skips: Family::default(),
             sync_panics: Family::default(),
@@ -185,6 +189,11 @@ impl Metrics {
             "ttl_after_finished_controller_job_deletion_duration_seconds",
             "The time it took to delete the job since it became eligible for deletion",
             m.ttl_deletion_duration.clone(),
+        );
+        r.register(
+            "cronjob_controller_job_creation_skew_duration_seconds",
+            "Time between when a cronjob is scheduled to be run, and when the corresponding job is created",
+            m.cronjob_creation_skew.clone(),
         );
         r.register(
             "replicaset_controller_stale_sync_skips",

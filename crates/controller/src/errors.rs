@@ -73,6 +73,12 @@ impl ControlError {
         self.code() == Some(409)
     }
 
+    /// A create under a name the server already has: the AlreadyExists reason, not any 409
+    /// (apimachinery `IsAlreadyExists` looks at the reason only).
+    pub fn is_already_exists(&self) -> bool {
+        self.status().is_some_and(kube::core::Status::is_already_exists)
+    }
+
     /// 422 Invalid, e.g. a UID precondition that no longer holds.
     pub fn is_invalid(&self) -> bool {
         self.code() == Some(422)

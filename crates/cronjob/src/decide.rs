@@ -2,6 +2,8 @@
 //! `syncCronJob` from the deletion check on, once the active list has been reconciled), as a pure
 //! function of the CronJob, the clock and the controller manager's own time zone.
 
+use std::borrow::Cow;
+
 use controller::PlannedEvent;
 use jiff::{SignedDuration, Timestamp, tz::TimeZone};
 use k8s_openapi::api::batch::v1::CronJob;
@@ -75,7 +77,7 @@ fn decide_into(cj: &CronJob, now: Timestamp, local: &TimeZone, events: &mut Vec<
         return Decision::Idle;
     }
     let raw = spec.schedule.as_str();
-    let Some(schedule) = schedule_of(raw, time_zone, local, events) else {
+    let Some(schedule) = schedule_of(cj, local, events) else {
         return Decision::Idle;
     };
     let history = history_of(cj);
@@ -145,30 +147,35 @@ fn decide_into(cj: &CronJob, now: Timestamp, local: &TimeZone, events: &mut Vec<
     }
 }
 
-/// The schedule as upstream's `formatSchedule` and parser read it: a schedule naming its own zone
-/// (`TZ=` anywhere in it) keeps it, with an `UnsupportedSchedule` warning; otherwise
-/// `spec.timeZone`, if any, is put in front. `None` when it cannot be parsed (and a warning says
-/// why).
-fn schedule_of(
-    raw: &str,
-    time_zone: Option<&str>,
-    local: &TimeZone,
-    events: &mut Vec<PlannedEvent>,
-) -> Option<Schedule> {
-    let text = if raw.contains("TZ") {
+/// The schedule as upstream's `formatSchedule` writes it for the parser: a schedule naming its own
+/// zone (`TZ` anywhere in it) as it is, otherwise behind `TZ=<spec.timeZone>` when that zone loads.
+pub fn schedule_text(cron_job: &CronJob) -> Cow<'_, str> {
+    let raw = cron_job.spec.schedule.as_str();
+    match cron_job.spec.time_zone.as_deref() {
+        Some(tz) if !names_own_zone(raw) && TimeZone::get(tz).is_ok() => Cow::Owned(format!("TZ={tz} {raw}")),
+        _ => Cow::Borrowed(raw),
+    }
+}
+
+/// Whether a schedule carries its own `TZ=`/`CRON_TZ=` (upstream looks for the two letters anywhere).
+fn names_own_zone(raw: &str) -> bool {
+    raw.contains("TZ")
+}
+
+/// The schedule, parsed from [`schedule_text`]; a schedule naming its own zone comes with an
+/// `UnsupportedSchedule` warning, and one that cannot be parsed is `None` with an
+/// `UnparseableSchedule` warning saying why.
+fn schedule_of(cj: &CronJob, local: &TimeZone, events: &mut Vec<PlannedEvent>) -> Option<Schedule> {
+    let raw = cj.spec.schedule.as_str();
+    if names_own_zone(raw) {
         events.push(PlannedEvent::warning(
             REASON_UNSUPPORTED_SCHEDULE,
             format!(
                 "CRON_TZ or TZ used in schedule {raw:?} is not officially supported, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details"
             ),
         ));
-        raw.to_owned()
-    } else if let Some(tz) = time_zone {
-        format!("TZ={tz} {raw}")
-    } else {
-        raw.to_owned()
-    };
-    match Schedule::parse(&text, local) {
+    }
+    match Schedule::parse(&schedule_text(cj), local) {
         Ok(schedule) => Some(schedule),
         Err(e) => {
             events.push(PlannedEvent::warning(

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use controller::{Controller, FeatureGates, StartGate, Started, shadow::ShadowState, spawn_gated};
+use cronjob::{CronJobController, CronJobOptions};
 use deployment::{DeploymentController, DeploymentOptions};
 use informer::SharedInformerFactory;
 use job::{JobController, JobOptions};
@@ -48,6 +49,13 @@ pub struct Descriptor {
 
 /// The controllers kcm-rs reimplements, sorted by name; all are on by default in KCM.
 pub const CONTROLLERS: &[Descriptor] = &[
+    Descriptor {
+        name: cronjob::COMPONENT,
+        alias: "cronjob",
+        role: cronjob::COMPONENT,
+        unimplemented_gate: |_| None,
+        start: start_cron_job,
+    },
     Descriptor {
         name: deployment::COMPONENT,
         alias: "deployment",
@@ -253,6 +261,30 @@ fn start_job(cx: &StartContext<'_>, client: kube::Client) -> Started {
             JobController::new(cx.factory, client, options, cx.metrics, cx.metrics.job_metrics())
         },
         |client, options, s| JobController::shadow(cx.factory, client, s, options, cx.metrics),
+    )
+}
+
+fn start_cron_job(cx: &StartContext<'_>, client: kube::Client) -> Started {
+    let options = CronJobOptions {
+        workers: cx.args.concurrent_cron_job_syncs,
+        instance: cx.identity.to_owned(),
+        resync_period: cx.resync_period,
+        ..CronJobOptions::default()
+    };
+    spawn_live_or_shadow(
+        cx,
+        client,
+        options,
+        |client, options| {
+            CronJobController::new(
+                cx.factory,
+                client,
+                options,
+                cx.metrics,
+                Arc::new(cx.metrics.clone()),
+            )
+        },
+        |client, options, s| CronJobController::shadow(cx.factory, client, s, options, cx.metrics),
     )
 }
 

@@ -95,6 +95,7 @@ mod tests {
         assert_eq!(
             parse("*").unwrap(),
             [
+                "cronjob-controller",
                 "deployment-controller",
                 "job-controller",
                 "replicaset-controller",
@@ -107,7 +108,8 @@ mod tests {
     #[test]
     fn minus_disables_and_aliases_work() {
         assert_eq!(
-            parse("*,-job-controller,-deployment,-ttl-after-finished,-replicationcontroller").unwrap(),
+            parse("*,-job-controller,-deployment,-ttl-after-finished,-replicationcontroller,-cronjob")
+                .unwrap(),
             ["replicaset-controller"]
         );
     }
@@ -122,6 +124,7 @@ mod tests {
         assert_eq!(
             parse("-job,job,*").unwrap(),
             [
+                "cronjob-controller",
                 "deployment-controller",
                 "replicaset-controller",
                 "replicationcontroller-controller",
@@ -141,8 +144,8 @@ mod tests {
 
     #[test]
     fn unknown_name_lists_the_known_ones() {
-        let err = parse("*,-cronjob").unwrap_err();
+        let err = parse("*,-statefulset").unwrap_err();
         assert!(err.to_string().contains("replicaset-controller"), "{err}");
-        assert!(err.to_string().contains("\"cronjob\""), "{err}");
+        assert!(err.to_string().contains("\"statefulset\""), "{err}");
     }
 }
