@@ -1,30 +1,36 @@
 //! The shipped least-privilege RBAC: kcm-rs running as ServiceAccount kcm-rs, bound only to the
-//! shipped ClusterRole (and the leader-election Role), with the ReplicaSet, ReplicationController,
-//! Deployment and Job controllers, passes the ReplicaSet differential suite, two of its scenarios on
-//! ReplicationControllers, and a Deployment and Job sample of theirs (each write kind: creates,
-//! scaling, rollback, status, pod finalizers, the owner references a Job's and a Deployment's
-//! children carry) on the RBAC-enforcing control plane; the shipped manifests (`deployment.yaml`,
+//! shipped ClusterRole (and the leader-election Role), with all six controllers, passes the
+//! ReplicaSet differential suite, two of its scenarios on ReplicationControllers, and a Deployment,
+//! Job, CronJob and TTL-after-finished sample of theirs (each write kind: creates, scaling,
+//! rollback, status, pod finalizers, the owner references a Job's, a Deployment's and a CronJob's
+//! children carry, Job deletions) on the RBAC-enforcing control plane; the shipped manifests (`deployment.yaml`,
 //! the sharded `sharded.yaml`) pass server-side validation.
 
 use kcm_rs_e2e::{
-    Cluster, deployment_scenarios, differential::run_differential_as, job_scenarios, replicaset_scenarios,
+    Cluster, cronjob_scenarios, deployment_scenarios, differential::run_differential_as, job_scenarios,
+    replicaset_scenarios, ttl_scenarios,
 };
 
-/// The Deployment and Job scenarios run here besides every ReplicaSet one.
-const SAMPLE: [&str; 6] = [
+/// The Deployment, Job, CronJob and TTL-after-finished scenarios run here besides every ReplicaSet one.
+const SAMPLE: [&str; 9] = [
     "rolling-25-25",
     "rollback",
     "history-limit",
     "indexed-5",
     "backoff-limit",
     "deleted-background",
+    "cron-replace",
+    "cron-history",
+    "ttl-complete",
 ];
 
 #[tokio::test]
-async fn disruptive_all_three_controllers_pass_scenarios_with_the_shipped_cluster_role() {
+async fn disruptive_every_controller_passes_scenarios_with_the_shipped_cluster_role() {
     let sample: Vec<_> = deployment_scenarios::scenarios()
         .into_iter()
         .chain(job_scenarios::scenarios())
+        .chain(cronjob_scenarios::scenarios())
+        .chain(ttl_scenarios::scenarios())
         .filter(|s| SAMPLE.contains(&s.name))
         .collect();
     // A renamed scenario must fail here, not silently shrink the sample.
@@ -40,7 +46,7 @@ async fn disruptive_all_three_controllers_pass_scenarios_with_the_shipped_cluste
     cluster.apply_shipped_rbac();
     let kubeconfig = cluster.service_account_kubeconfig("kcm-rs", "kcm-rs");
     let args = [
-        "--controllers=replicaset-controller,replicationcontroller-controller,deployment-controller,job-controller",
+        "--controllers=*",
         "--leader-elect=true",
         "--leader-elect-resource-name=kcm-rs-rbac-e2e",
     ];

@@ -1,21 +1,22 @@
 //! Shadow mode beside upstream's controllers (reference mode), under the shipped read-only
 //! ClusterRole: no divergence on the ReplicaSet (and a sample of them on ReplicationControllers),
-//! Deployment and Job scenarios; for each controller a
+//! Deployment, Job, CronJob and TTL-after-finished scenarios; for each controller a
 //! deliberate perturbation is reported for the right object and field, counted and logged.
 
 use std::{path::PathBuf, time::Duration};
 
+use k8s_openapi::api::batch::v1::CronJob;
 use k8s_openapi::api::{
     apps::v1::{Deployment, ReplicaSet},
     batch::v1::Job,
     core::v1::ReplicationController,
 };
 use kcm_rs_e2e::{
-    Cluster, KcmRs, TestNamespace, deployment_scenarios,
+    Cluster, KcmRs, TestNamespace, cronjob_scenarios, deployment_scenarios,
     differential::Scenario,
     job_scenarios,
     replicaset_scenarios::{self, Replicas},
-    wait_for, with_namespace,
+    ttl_scenarios, wait_for, with_namespace,
 };
 use kube::api::PostParams;
 use serde_json::json;
@@ -242,6 +243,65 @@ async fn disruptive_shadow_deployment_and_job_controllers_agree_with_upstream() 
             "pods: kcm-rs would create 2",
             "status.active: upstream 0, kcm-rs 2",
         ],
+    )
+    .await;
+}
+
+/// The same beside upstream's CronJob and TTL-after-finished controllers (and its Job controller,
+/// which both read): no divergence in their scenarios; each reports its perturbation.
+#[tokio::test]
+async fn disruptive_shadow_cronjob_and_ttl_controllers_agree_with_upstream() {
+    let (cluster, kubeconfig) = reference_cluster().await;
+    let args = [
+        "--controllers=cronjob-controller,ttl-after-finished-controller",
+        "--shadow",
+        SETTLE,
+    ];
+    let shadow = start_shadow(&cluster, "shadow-cron-ttl", &args, kubeconfig.clone()).await;
+    let mut scenarios = cronjob_scenarios::scenarios();
+    scenarios.extend(ttl_scenarios::scenarios());
+    assert_no_divergence(&cluster, &shadow, scenarios).await;
+    assert!(shadow.stop().success());
+
+    // Deliberately wrong: kcm-rs starts a suspended CronJob's Jobs.
+    let suspended = |ns: TestNamespace| async move {
+        let cj: CronJob = serde_json::from_value(json!({
+            "metadata": {"name": "nightly"},
+            "spec": {"schedule": "@every 5s", "suspend": true, "jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}
+        }))
+        .unwrap();
+        ns.api::<CronJob>()
+            .create(&PostParams::default(), &cj)
+            .await
+            .unwrap();
+    };
+    assert_perturbation_reported(
+        &cluster,
+        kubeconfig.clone(),
+        "cronjob-controller",
+        "ignore-suspend",
+        ("nightly", suspended),
+        &["jobs: kcm-rs would create nightly-"],
+    )
+    .await;
+
+    // Deliberately wrong: kcm-rs deletes a finished Job 10 minutes early.
+    let finished = |ns: TestNamespace| async move {
+        let j = job_scenarios::job_manifest(
+            "done",
+            &["sh", "-c", "exit 0"],
+            json!({"ttlSecondsAfterFinished": 600}),
+        );
+        ns.api::<Job>().create(&PostParams::default(), &j).await.unwrap();
+    };
+    assert_perturbation_reported(
+        &cluster,
+        kubeconfig,
+        "ttl-after-finished-controller",
+        "ignore-ttl-seconds",
+        ("done", finished),
+        &["job: kcm-rs would delete it (its TTL after finishing ran out at "],
     )
     .await;
 }

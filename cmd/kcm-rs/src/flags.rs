@@ -54,8 +54,10 @@ pub enum ShadowPerturbation {
     IgnoreMinReadySeconds,
     /// Plan as if no Deployment were paused (deployment-controller).
     IgnorePaused,
-    /// Plan as if no Job were suspended (job-controller).
+    /// Plan as if no Job or CronJob were suspended (job-controller, cronjob-controller).
     IgnoreSuspend,
+    /// Plan as if every Job with a TTL after finishing had one of 0 (ttl-after-finished-controller).
+    IgnoreTtlSeconds,
 }
 
 /// What `--version` prints after the name: the crate's version and the commit it was built from, as

@@ -2,8 +2,9 @@
 //! controller-runtime's one `Controller` for every reconciler.
 //!
 //! Start here: [`Controller`] and [`run`] (`skeleton.rs`) are how every controller runs: wait for the
-//! handlers' initial lists, run the workers ([`run_workers`]: panic isolation, a bounded drain). A
-//! controller crate supplies its informers and handlers (in a [`Wiring`]) and a sync, which plans
+//! handlers' initial lists, run the workers ([`run_workers`]: panic isolation, a bounded drain).
+//! [`Build`] is how every controller is made, from one [`Context`] (`context.rs`). A controller
+//! crate supplies its informers and handlers (in a [`Wiring`]) and a sync, which plans
 //! with what this crate decides and executes with what it writes:
 //! - deciding, pure: claims over candidates ([`plan_claims`], [`decide`]), the scale-down ranking
 //!   ([`pods_to_delete`]), slow start, pod predicates (`pod_util`), expectations, feature gates;
@@ -21,6 +22,7 @@ mod claim;
 mod clock;
 pub mod compact_pod;
 mod consistency;
+mod context;
 mod errors;
 pub mod events;
 mod expectations;
@@ -43,6 +45,7 @@ pub use claim::{ClaimOutcome, ClaimWrites, PodClaims, execute_claims, get_verb, 
 pub use clock::{Clock, SystemClock};
 pub use compact_pod::Pod as CompactPod;
 pub use consistency::{ConsistencyStore, StaleCache};
+pub use context::{Build, CommonOptions, Context, DEFAULT_WORKERS};
 pub use errors::{ControlError, NAMESPACE_TERMINATING_CAUSE};
 pub use events::{EventRecorder, PlannedEvent};
 pub use expectations::Expectations;

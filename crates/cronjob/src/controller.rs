@@ -4,13 +4,12 @@
 use std::{future::Future, sync::Arc, time::Duration};
 
 use controller::{
-    Clock, Controller, ControllerMetrics, EventRecorder, Reconciler, SystemClock, Wiring,
+    Build, Clock, Context, Controller, EventRecorder, Reconciler, SystemClock, Wiring,
     pod_util::controller_of, shadow::ShadowState,
 };
-use informer::{InformerOptions, LabelMatcher, Lister, ObjectKey, SharedInformerFactory, WorkQueue};
+use informer::{InformerOptions, LabelMatcher, Lister, ObjectKey};
 use jiff::tz::TimeZone;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use kube::Client;
 
 use crate::{
     error::SyncError,
@@ -21,35 +20,43 @@ use crate::{
     sync::Run,
 };
 
-/// Workers (kube-controller-manager `--concurrent-cron-job-syncs` default).
-pub const DEFAULT_WORKERS: usize = 5;
 /// The work queue's name, the `name` label of the workqueue metrics (upstream: `cronjob`).
 pub const QUEUE_NAME: &str = "cronjob";
 /// KCM's name for the controller, its client's and its events' source (upstream:
 /// `cronjob-controller`).
 pub const COMPONENT: &str = "cronjob-controller";
 
-#[derive(Debug, Clone)]
+/// What is this controller's alone; the rest comes with its [`Context`].
+#[derive(Clone)]
 pub struct CronJobOptions {
-    pub workers: usize,
-    /// This process's identity, written as the reportingInstance of its events.
-    pub instance: String,
-    /// How often the informers replay every cached object to the handlers (KCM:
-    /// `--min-resync-period` × [1, 2), drawn once). `None`: no resync.
-    pub resync_period: Option<Duration>,
     /// The zone of a schedule with no `spec.timeZone`: the controller manager's own, as Go's
     /// `time.Local` is upstream's (the system's zone; UTC in most containers).
     pub local: TimeZone,
+    /// Where the creation skew goes.
+    pub metrics: Arc<dyn CronJobMetrics>,
+    /// The time (tests: a fake clock).
+    pub clock: Arc<dyn Clock>,
+    /// Testing only (shadow mode's self-check): decide as if no CronJob were suspended.
+    pub ignore_suspend: bool,
 }
 
 impl Default for CronJobOptions {
     fn default() -> Self {
         Self {
-            workers: DEFAULT_WORKERS,
-            instance: COMPONENT.to_owned(),
-            resync_period: None,
             local: TimeZone::try_system().unwrap_or(TimeZone::UTC),
+            metrics: Arc::new(NoCronJobMetrics),
+            clock: Arc::new(SystemClock),
+            ignore_suspend: false,
         }
+    }
+}
+
+impl std::fmt::Debug for CronJobOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CronJobOptions")
+            .field("local", &self.local)
+            .field("ignore_suspend", &self.ignore_suspend)
+            .finish_non_exhaustive()
     }
 }
 
@@ -61,6 +68,7 @@ pub struct CronJobController {
     executor: Arc<Executor>,
     clock: Arc<dyn Clock>,
     local: TimeZone,
+    ignore_suspend: bool,
     /// Set in shadow mode: the sync is compared with what upstream did instead of executed.
     shadow: Option<Arc<ShadowState>>,
 }
@@ -71,88 +79,62 @@ impl std::fmt::Debug for CronJobController {
     }
 }
 
-impl CronJobController {
-    /// A controller writing through `client`, reading through `factory`'s shared informers.
-    pub fn new(
-        factory: &SharedInformerFactory,
-        client: Client,
-        options: CronJobOptions,
-        metrics: &dyn ControllerMetrics,
-        cron_job_metrics: Arc<dyn CronJobMetrics>,
-    ) -> Self {
-        let recorder = EventRecorder::new(client.clone(), COMPONENT, &options.instance);
-        Self::with_clock(
-            factory,
-            client,
-            recorder,
-            options,
-            metrics,
-            cron_job_metrics,
-            Arc::new(SystemClock),
-        )
+impl Build for CronJobController {
+    type Options = CronJobOptions;
+    type Shadow = Self;
+
+    /// A controller writing through the context's client, reading the shared CronJob and Job
+    /// informers.
+    fn build(cx: Context<'_>, options: CronJobOptions) -> Self {
+        let recorder = cx.recorder(COMPONENT);
+        Self::with_recorder(cx, recorder, options)
     }
 
-    /// A read-only controller for shadow mode: a sync that would write is recorded in `state` as a
-    /// disagreement until upstream has done the same.
-    pub fn shadow(
-        factory: &SharedInformerFactory,
-        client: Client,
-        state: Arc<ShadowState>,
-        options: CronJobOptions,
-        metrics: &dyn ControllerMetrics,
-    ) -> Self {
-        let mut c = Self::with_clock(
-            factory,
-            client,
-            EventRecorder::in_memory(),
-            options,
-            metrics,
-            Arc::new(NoCronJobMetrics),
-            Arc::new(SystemClock),
-        );
+    /// A sync that would write is recorded in `state` as a disagreement until upstream has done
+    /// the same; nothing is written, no event either.
+    fn shadow(cx: Context<'_>, state: Arc<ShadowState>, options: CronJobOptions) -> Self {
+        let options = CronJobOptions {
+            metrics: Arc::new(NoCronJobMetrics),
+            ..options
+        };
+        let mut c = Self::with_recorder(cx, EventRecorder::in_memory(), options);
         c.shadow = Some(state);
         c
     }
+}
 
-    /// [`Self::new`] with the events going to `recorder` and the time taken from `clock`.
-    pub fn with_clock(
-        factory: &SharedInformerFactory,
-        client: Client,
-        recorder: EventRecorder,
-        options: CronJobOptions,
-        metrics: &dyn ControllerMetrics,
-        cron_job_metrics: Arc<dyn CronJobMetrics>,
-        clock: Arc<dyn Clock>,
-    ) -> Self {
-        let cron_jobs = factory.namespaced::<CronJob>(InformerOptions::default());
-        let jobs = factory.namespaced::<Job>(InformerOptions::default());
-        let queue = WorkQueue::named(QUEUE_NAME, metrics);
+impl CronJobController {
+    fn with_recorder(cx: Context<'_>, recorder: EventRecorder, options: CronJobOptions) -> Self {
+        let cron_jobs = cx.factory.namespaced::<CronJob>(InformerOptions::default());
+        let jobs = cx.factory.namespaced::<Job>(InformerOptions::default());
+        let (queue, wiring) = cx.wiring(QUEUE_NAME);
+        let mut wiring = wiring.with_events(recorder.clone());
         let executor = Arc::new(Executor {
-            client,
-            recorder: recorder.clone(),
-            metrics: cron_job_metrics,
+            client: cx.client,
+            recorder,
+            metrics: options.metrics,
         });
-        let mut wiring = Wiring::new(queue.clone(), options.workers, metrics.sync_metrics(QUEUE_NAME))
-            .with_events(recorder);
         let on_jobs = JobHandler {
             cron_jobs: cron_jobs.lister(),
             queue: queue.clone(),
         };
         let on_cron_jobs = CronJobHandler {
             queue,
-            clock: clock.clone(),
+            clock: options.clock.clone(),
             local: options.local.clone(),
             executor: executor.clone(),
         };
-        wiring.register(cron_jobs.add_event_handler(on_cron_jobs, options.resync_period));
-        wiring.register(jobs.add_event_handler(on_jobs, options.resync_period));
+        let resync = cx.options.resync_period;
+        wiring.register(cron_jobs.add_event_handler(on_cron_jobs, resync));
+        wiring.register(jobs.add_event_handler(on_jobs, resync));
         Self {
             wiring,
             cron_jobs: cron_jobs.lister(),
             jobs: jobs.lister(),
             executor,
-            clock,
+            clock: options.clock,
             local: options.local,
+            ignore_suspend: options.ignore_suspend,
             shadow: None,
         }
     }
@@ -168,7 +150,11 @@ impl CronJobController {
         let jobs = self.jobs_of(&cron_job);
         let now = self.clock.now();
         if let Some(state) = &self.shadow {
-            let (differences, again) = shadow::differences(&cron_job, &jobs, now, &self.local);
+            let mut planned = (*cron_job).clone();
+            if self.ignore_suspend {
+                planned.spec.suspend = None;
+            }
+            let (differences, again) = shadow::differences(&planned, &jobs, now, &self.local);
             let fingerprint = controller::shadow::fingerprint(&*cron_job, &jobs);
             let settle = state
                 .observe_sync(&self.executor.client, COMPONENT, key, fingerprint, differences)

@@ -40,7 +40,7 @@ pub use active::{
     ActiveReview, REASON_MISSING_JOB, REASON_SAW_COMPLETED_JOB, REASON_UNEXPECTED_JOB, drop_missing,
     review_active, unexpected,
 };
-pub use controller::{COMPONENT, CronJobController, CronJobOptions, DEFAULT_WORKERS, QUEUE_NAME};
+pub use controller::{COMPONENT, CronJobController, CronJobOptions, QUEUE_NAME};
 pub use decide::{
     ALLOW, Decided, Decision, FORBID, REASON_INVALID_SCHEDULE, REASON_JOB_ALREADY_ACTIVE,
     REASON_MISS_SCHEDULE, REASON_TOO_MANY_MISSED, REASON_UNKNOWN_TIME_ZONE, REASON_UNPARSEABLE_SCHEDULE,

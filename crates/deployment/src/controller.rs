@@ -4,8 +4,9 @@
 use controller::compact_pod::Pod;
 use std::{future::Future, sync::Arc, time::Duration};
 
+use controller::Build;
+use controller::Context;
 use controller::Controller;
-use controller::ControllerMetrics;
 use controller::EventRecorder;
 use controller::OWNER_INDEX;
 use controller::Owner;
@@ -19,9 +20,8 @@ use controller::features::FeatureGates;
 use controller::object_reference;
 use controller::owner_index;
 use controller::shadow::ShadowState;
-use informer::{InformerOptions, ObjectKey, SharedInformer, SharedInformerFactory, WorkQueue};
+use informer::{InformerOptions, ObjectKey, SharedInformer};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use kube::Client;
 
 use crate::{
     executor::{Executor, SyncError},
@@ -30,8 +30,6 @@ use crate::{
     shadow,
 };
 
-/// Workers (kube-controller-manager `--concurrent-deployment-syncs` default).
-pub const DEFAULT_WORKERS: usize = 5;
 /// The work queue's name, the `name` label of the workqueue metrics (upstream: `deployment`).
 pub const QUEUE_NAME: &str = "deployment";
 /// The events' source component (upstream: `deployment-controller`).
@@ -40,31 +38,13 @@ pub const COMPONENT: &str = "deployment-controller";
 /// and then drops the key with a log line only; an event tells the user why nothing happens.
 pub const REASON_INVALID_SELECTOR: &str = "InvalidSelector";
 pub const REASON_INVALID_STRATEGY: &str = "InvalidStrategy";
-#[derive(Debug, Clone)]
+
+/// What is this controller's alone; the rest comes with its [`Context`]. Of the feature gates it
+/// reads DeploymentReplicaSetTerminatingReplicas, for the status's terminatingReplicas.
+#[derive(Debug, Clone, Default)]
 pub struct DeploymentOptions {
-    pub workers: usize,
-    /// This process's identity, written as the reportingInstance of its events.
-    pub instance: String,
-    /// How often the informers replay every cached object to the handlers (KCM:
-    /// `--min-resync-period` × [1, 2), drawn once). `None`: no resync.
-    pub resync_period: Option<Duration>,
     /// Testing only (shadow mode's self-check): plan as if no Deployment were paused.
     pub ignore_paused: bool,
-    /// The feature gates the controller reads (`--feature-gates`; default: Kubernetes 1.36's):
-    /// DeploymentReplicaSetTerminatingReplicas, for the status's terminatingReplicas.
-    pub features: FeatureGates,
-}
-
-impl Default for DeploymentOptions {
-    fn default() -> Self {
-        Self {
-            workers: DEFAULT_WORKERS,
-            instance: COMPONENT.to_owned(),
-            resync_period: None,
-            ignore_paused: false,
-            features: FeatureGates::default(),
-        }
-    }
 }
 
 /// The Deployment controller.
@@ -74,6 +54,7 @@ pub struct DeploymentController {
     replica_sets: SharedInformer<ReplicaSet>,
     pods: SharedInformer<Pod>,
     executor: Executor,
+    features: FeatureGates,
     options: DeploymentOptions,
     /// Set in shadow mode: plans are compared with what upstream did instead of executed.
     shadow: Option<Arc<ShadowState>>,
@@ -87,61 +68,45 @@ impl std::fmt::Debug for DeploymentController {
     }
 }
 
-impl DeploymentController {
-    /// A controller writing through `client`, reading through `factory`'s shared informers.
-    pub fn new(
-        factory: &SharedInformerFactory,
-        client: Client,
-        options: DeploymentOptions,
-        metrics: &dyn ControllerMetrics,
-    ) -> Self {
-        let recorder = EventRecorder::new(client.clone(), COMPONENT, &options.instance);
-        Self::with_recorder(factory, client, recorder, options, metrics)
+impl Build for DeploymentController {
+    type Options = DeploymentOptions;
+    type Shadow = Self;
+
+    /// A controller writing through the context's client, reading the shared informers.
+    fn build(cx: Context<'_>, options: DeploymentOptions) -> Self {
+        let recorder = cx.recorder(COMPONENT);
+        Self::with_recorder(cx, recorder, options)
     }
 
-    /// A read-only controller for shadow mode: it plans every sync and records in `state` where the
-    /// plan disagrees with what upstream's controller did. Its executor is never called.
-    pub fn shadow(
-        factory: &SharedInformerFactory,
-        client: Client,
-        state: Arc<ShadowState>,
-        options: DeploymentOptions,
-        metrics: &dyn ControllerMetrics,
-    ) -> Self {
-        let mut c = Self::with_recorder(factory, client, EventRecorder::in_memory(), options, metrics);
+    /// It plans every sync and records in `state` where the plan disagrees with what upstream's
+    /// controller did. Its executor is never called.
+    fn shadow(cx: Context<'_>, state: Arc<ShadowState>, options: DeploymentOptions) -> Self {
+        let mut c = Self::with_recorder(cx, EventRecorder::in_memory(), options);
         c.shadow = Some(state);
         c
     }
+}
 
-    fn with_recorder(
-        factory: &SharedInformerFactory,
-        client: Client,
-        recorder: EventRecorder,
-        options: DeploymentOptions,
-        metrics: &dyn ControllerMetrics,
-    ) -> Self {
-        let deployments = factory.namespaced::<Deployment>(InformerOptions::default());
-        let replica_sets = factory.namespaced::<ReplicaSet>(InformerOptions::default());
-        let pods = factory.namespaced::<Pod>(InformerOptions::default());
+impl DeploymentController {
+    fn with_recorder(cx: Context<'_>, recorder: EventRecorder, options: DeploymentOptions) -> Self {
+        let deployments = cx.factory.namespaced::<Deployment>(InformerOptions::default());
+        let replica_sets = cx.factory.namespaced::<ReplicaSet>(InformerOptions::default());
+        let pods = cx.factory.namespaced::<Pod>(InformerOptions::default());
         replica_sets.store().add_index(OWNER_INDEX, owner_index());
         pods.store().add_index(OWNER_INDEX, owner_index());
-        let queue = WorkQueue::named(QUEUE_NAME, metrics);
+        let (queue, wiring) = cx.wiring(QUEUE_NAME);
         let handlers = Handlers {
             deployments: deployments.lister(),
             replica_sets: replica_sets.lister(),
-            queue: queue.clone(),
+            queue,
         };
-        let mut wiring = Wiring::new(queue, options.workers, metrics.sync_metrics(QUEUE_NAME))
-            .with_events(recorder.clone());
-        wiring.register(
-            deployments.add_event_handler(DeploymentHandler(handlers.clone()), options.resync_period),
-        );
-        wiring.register(
-            replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), options.resync_period),
-        );
-        wiring.register(pods.add_event_handler(PodHandler(handlers.clone()), options.resync_period));
+        let mut wiring = wiring.with_events(recorder.clone());
+        let resync = cx.options.resync_period;
+        wiring.register(deployments.add_event_handler(DeploymentHandler(handlers.clone()), resync));
+        wiring.register(replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), resync));
+        wiring.register(pods.add_event_handler(PodHandler(handlers.clone()), resync));
         let executor = Executor {
-            client,
+            client: cx.client,
             recorder,
             replica_sets: replica_sets.lister(),
             clock: Arc::new(SystemClock),
@@ -152,6 +117,7 @@ impl DeploymentController {
             replica_sets,
             pods,
             executor,
+            features: cx.options.features,
             options,
             shadow: None,
         }
@@ -179,7 +145,7 @@ impl DeploymentController {
             pods_of: &pods_of,
             now: self.executor.clock.now(),
         };
-        let plan = match plan_sync_with(&input, self.options.features) {
+        let plan = match plan_sync_with(&input, self.features) {
             Ok(plan) => plan,
             Err(e) => {
                 self.report(&d, key, &e);
@@ -211,7 +177,7 @@ impl DeploymentController {
                 replica_sets: &kept,
                 ..input
             };
-            match plan_sync_with(&input, self.options.features) {
+            match plan_sync_with(&input, self.features) {
                 Ok(plan) => plan,
                 Err(e) => {
                     self.report(&d, key, &e);

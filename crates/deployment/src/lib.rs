@@ -60,7 +60,7 @@ mod work;
 #[cfg(test)]
 mod fixtures;
 
-pub use controller::{COMPONENT, DEFAULT_WORKERS, DeploymentController, DeploymentOptions};
+pub use controller::{COMPONENT, DeploymentController, DeploymentOptions};
 pub use executor::SyncError;
 pub use hash::compute_hash;
 pub use plan::{Actions, Decision, PlanError, SyncInput, SyncPlan, plan_sync, plan_sync_with};

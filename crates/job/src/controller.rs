@@ -4,52 +4,41 @@
 use controller::compact_pod::Pod;
 use std::{future::Future, sync::Arc, time::Duration};
 
+use controller::Build;
 use controller::ConsistencyStore;
+use controller::Context;
 use controller::Controller;
-use controller::ControllerMetrics;
 use controller::EventRecorder;
 use controller::Expectations;
 use controller::FeatureGates;
 use controller::KubePodControl;
 use controller::NoWrites;
 use controller::OWNER_INDEX;
-use controller::Owner;
 use controller::PodControl;
 use controller::Reconciler;
 use controller::SystemClock;
 use controller::Wiring;
 use controller::WorkerOptions;
-use controller::candidates;
-use controller::events::TYPE_WARNING;
-use controller::object_reference;
 use controller::owner_index;
 use controller::run_workers;
 use controller::shadow::ShadowState;
 use futures::{FutureExt as _, future::BoxFuture};
 use informer::{
-    InformerOptions, ObjectKey, SharedInformer, SharedInformerFactory, WorkQueue,
-    workqueue::ItemExponentialRateLimiter,
+    InformerOptions, ObjectKey, SharedInformer, WorkQueue, workqueue::ItemExponentialRateLimiter,
 };
 use k8s_openapi::api::batch::v1::Job;
-use kube::Client;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
     backoff::BackoffStore,
-    conditions::{EVENT_UNKNOWN_COMPLETION_MODE, EVENT_UNKNOWN_COMPLETION_MODE_MESSAGE},
-    executor::{Executor, GR_JOBS, GR_PODS, SyncError},
+    executor::{Executor, SyncError},
     finalizer_expectations::FinalizerExpectations,
     handlers::{Handlers, JobHandler, PodHandler},
-    metrics::{ACTION_RECONCILING, JobMetrics},
+    metrics::JobMetrics,
     observed_finishes::{FinishObserver, ObservedFinishes},
     orphans::{OrphanCleaner, OrphanKey},
-    plan::{Decision, ManageOutcome, PlanError, SyncInput, plan_pods, status_plan},
-    shadow,
-    spec::completion_mode_label,
 };
 
-/// Workers (kube-controller-manager `--concurrent-job-syncs` default).
-pub const DEFAULT_WORKERS: usize = 5;
 /// The work queues' names, the `name` label of the workqueue metrics (upstream's).
 pub const QUEUE_NAME: &str = "job";
 pub const ORPHAN_QUEUE_NAME: &str = "job_orphan_pod";
@@ -60,19 +49,14 @@ pub const COMPONENT: &str = "job-controller";
 pub const API_BACKOFF_BASE: Duration = Duration::from_secs(1);
 pub const API_BACKOFF_MAX: Duration = Duration::from_secs(60);
 
-#[derive(Debug, Clone)]
+/// What is this controller's alone; the rest comes with its [`Context`]. Of the feature gates it
+/// reads `StaleControllerConsistencyJob` (no sync while a cache is older than a pod create or status
+/// write this controller made) and `MutableSchedulingDirectivesForSuspendedJobs` (suspending a Job
+/// clears its startTime).
+#[derive(Clone)]
 pub struct JobOptions {
-    pub workers: usize,
-    /// This process's identity, written as the reportingInstance of its events.
-    pub instance: String,
-    /// The feature gates the controller reads (`--feature-gates`; default: Kubernetes 1.36's):
-    /// `StaleControllerConsistencyJob` (no sync while a cache is older than a pod create or status
-    /// write this controller made) and `MutableSchedulingDirectivesForSuspendedJobs` (suspending a
-    /// Job clears its startTime).
-    pub features: FeatureGates,
-    /// How often the informers replay every cached object to the handlers (KCM:
-    /// `--min-resync-period` × [1, 2), drawn once). `None`: no resync.
-    pub resync_period: Option<Duration>,
+    /// Where the Job metrics go (upstream's `job_controller_*`).
+    pub metrics: Arc<dyn JobMetrics>,
     /// Testing only (shadow mode's self-check): plan as if no Job were suspended.
     pub ignore_suspend: bool,
 }
@@ -80,12 +64,17 @@ pub struct JobOptions {
 impl Default for JobOptions {
     fn default() -> Self {
         Self {
-            workers: DEFAULT_WORKERS,
-            instance: COMPONENT.to_owned(),
-            features: FeatureGates::default(),
-            resync_period: None,
+            metrics: Arc::new(crate::metrics::NoJobMetrics),
             ignore_suspend: false,
         }
+    }
+}
+
+impl std::fmt::Debug for JobOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobOptions")
+            .field("ignore_suspend", &self.ignore_suspend)
+            .finish_non_exhaustive()
     }
 }
 
@@ -96,7 +85,8 @@ pub struct JobController<P> {
     jobs: SharedInformer<Job>,
     pods: SharedInformer<Pod>,
     executor: Executor<P>,
-    options: JobOptions,
+    features: FeatureGates,
+    ignore_suspend: bool,
     shadow: Option<Shadow>,
 }
 
@@ -110,45 +100,30 @@ struct Shadow {
 impl<P> std::fmt::Debug for JobController<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JobController")
-            .field("options", &self.options)
+            .field("features", &self.features)
             .finish_non_exhaustive()
     }
 }
 
-impl JobController<KubePodControl> {
-    /// A controller writing through `client`, reading through `factory`'s shared informers.
-    pub fn new(
-        factory: &SharedInformerFactory,
-        client: Client,
-        options: JobOptions,
-        metrics: &dyn ControllerMetrics,
-        job_metrics: Arc<dyn JobMetrics>,
-    ) -> Self {
-        let recorder = EventRecorder::new(client.clone(), COMPONENT, &options.instance);
-        let control = KubePodControl::new(client.clone(), recorder.clone());
-        Self::with_control(factory, client, control, recorder, options, metrics, job_metrics)
-    }
-}
+impl Build for JobController<KubePodControl> {
+    type Options = JobOptions;
+    type Shadow = JobController<NoWrites>;
 
-impl JobController<NoWrites> {
-    /// A read-only controller for shadow mode: plans every sync and records in `state` where the plan
-    /// disagrees with what upstream's controller did.
-    pub fn shadow(
-        factory: &SharedInformerFactory,
-        client: Client,
-        state: Arc<ShadowState>,
-        options: JobOptions,
-        metrics: &dyn ControllerMetrics,
-    ) -> Self {
-        let mut c = Self::with_control(
-            factory,
-            client,
-            NoWrites,
-            EventRecorder::in_memory(),
-            options,
-            metrics,
-            Arc::new(crate::metrics::NoJobMetrics),
-        );
+    /// A controller writing through the context's client, reading the shared informers.
+    fn build(cx: Context<'_>, options: JobOptions) -> Self {
+        let recorder = cx.recorder(COMPONENT);
+        let control = KubePodControl::new(cx.client.clone(), recorder.clone());
+        Self::with_control(cx, control, recorder, options)
+    }
+
+    /// Plans every sync and records in `state` where the plan disagrees with what upstream's
+    /// controller did.
+    fn shadow(cx: Context<'_>, state: Arc<ShadowState>, options: JobOptions) -> JobController<NoWrites> {
+        let options = JobOptions {
+            metrics: Arc::new(crate::metrics::NoJobMetrics),
+            ..options
+        };
+        let mut c = JobController::with_control(cx, NoWrites, EventRecorder::in_memory(), options);
         let finishes = Arc::new(ObservedFinishes::default());
         let observer = c.pods.add_event_handler(FinishObserver(finishes.clone()), None);
         c.wiring.register(observer);
@@ -158,23 +133,16 @@ impl JobController<NoWrites> {
 }
 
 impl<P: PodControl> JobController<P> {
-    pub fn with_control(
-        factory: &SharedInformerFactory,
-        client: Client,
-        control: P,
-        recorder: EventRecorder,
-        options: JobOptions,
-        metrics: &dyn ControllerMetrics,
-        job_metrics: Arc<dyn JobMetrics>,
-    ) -> Self {
-        let jobs = factory.namespaced::<Job>(InformerOptions::default());
-        let pods = factory.namespaced::<Pod>(InformerOptions::default());
+    /// A controller writing pods through `control` and events to `recorder`.
+    pub fn with_control(cx: Context<'_>, control: P, recorder: EventRecorder, options: JobOptions) -> Self {
+        let jobs = cx.factory.namespaced::<Job>(InformerOptions::default());
+        let pods = cx.factory.namespaced::<Pod>(InformerOptions::default());
         pods.store().add_index(OWNER_INDEX, owner_index());
         let clock: Arc<dyn controller::Clock> = Arc::new(SystemClock);
         let queue = WorkQueue::with_limiter(
             ItemExponentialRateLimiter::new(API_BACKOFF_BASE, API_BACKOFF_MAX),
             QUEUE_NAME,
-            metrics,
+            cx.metrics,
         );
         let handlers = Handlers {
             jobs: jobs.lister(),
@@ -185,27 +153,28 @@ impl<P: PodControl> JobController<P> {
             orphan_queue: WorkQueue::with_limiter(
                 ItemExponentialRateLimiter::new(API_BACKOFF_BASE, API_BACKOFF_MAX),
                 ORPHAN_QUEUE_NAME,
-                metrics,
+                cx.metrics,
             ),
-            metrics: job_metrics.clone(),
+            metrics: options.metrics.clone(),
             clock: clock.clone(),
             backoff: Arc::new(BackoffStore::default()),
             finished: Arc::default(),
         };
-        let mut wiring = Wiring::new(queue, options.workers, metrics.sync_metrics(QUEUE_NAME))
-            .with_events(recorder.clone());
-        wiring.register(jobs.add_event_handler(JobHandler(handlers.clone()), options.resync_period));
-        wiring.register(pods.add_event_handler(PodHandler(handlers.clone()), options.resync_period));
+        let sync_metrics = cx.metrics.sync_metrics(QUEUE_NAME);
+        let mut wiring = Wiring::new(queue, cx.options.workers, sync_metrics).with_events(recorder.clone());
+        let resync = cx.options.resync_period;
+        wiring.register(jobs.add_event_handler(JobHandler(handlers.clone()), resync));
+        wiring.register(pods.add_event_handler(PodHandler(handlers.clone()), resync));
         let executor = Executor {
             control,
-            client,
+            client: cx.client,
             recorder,
             expectations: handlers.expectations.clone(),
             finalizers: handlers.finalizers.clone(),
             backoff: handlers.backoff.clone(),
             finished: handlers.finished.clone(),
             clock,
-            metrics: job_metrics,
+            metrics: options.metrics,
             consistency: Arc::new(ConsistencyStore::new()),
         };
         Self {
@@ -214,133 +183,10 @@ impl<P: PodControl> JobController<P> {
             jobs,
             pods,
             executor,
-            options,
+            features: cx.options.features,
+            ignore_suspend: options.ignore_suspend,
             shadow: None,
         }
-    }
-
-    /// One sync of the Job at `key` (upstream `syncJob`).
-    pub async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
-        let started = tokio::time::Instant::now();
-        let h = &self.handlers;
-        // Read our own writes: no sync while a cache is older than what this controller wrote
-        // (upstream checks before reading the Job).
-        if self.options.features.stale_controller_consistency_job {
-            self.wiring
-                .ensure_fresh(&self.executor.consistency, key, |gr| match gr {
-                    GR_PODS => self.pods.last_synced_resource_version(),
-                    GR_JOBS => self.jobs.last_synced_resource_version(),
-                    _ => u64::MAX,
-                })
-                .map_err(|source| SyncError::Stale {
-                    key: key.clone(),
-                    source,
-                })?;
-        }
-        let Some(mut job) = h.jobs.get(key.namespace(), key.name()) else {
-            h.expectations.delete(key.as_str());
-            h.finalizers.delete(key.as_str());
-            self.executor.consistency.clear(key.as_str());
-            self.executor.backoff.remove(key.as_str());
-            self.forget_shadow(key);
-            return Ok(None);
-        };
-        if self.options.ignore_suspend
-            && let Some(spec) = Arc::make_mut(&mut job).spec.as_mut()
-        {
-            spec.suspend = Some(false);
-        }
-        let uid = job.metadata.uid.as_deref().unwrap_or_default();
-        if crate::spec::is_finished(&job) {
-            h.finished.observed(uid);
-        } else if h.finished.awaited(uid) {
-            tracing::debug!(job = %key, "written finished, not yet seen so in the cache; skipping");
-            return Ok(None);
-        }
-        let satisfied = h.expectations.satisfied(key.as_str());
-        let candidates = candidates(self.pods.store(), &*job);
-        let expected = h.finalizers.expected(key.as_str());
-        let backoff = match &self.shadow {
-            Some(s) => s.finishes.record(&job, &candidates),
-            None => self.executor.backoff.get(key.as_str()),
-        };
-        let input = SyncInput {
-            job: &job,
-            candidates: &candidates,
-            expectations_satisfied: satisfied,
-            expected_rm_finalizers: &expected,
-            backoff,
-            now: self.executor.clock.now(),
-            suspend_clears_start_time: self
-                .options
-                .features
-                .mutable_scheduling_directives_for_suspended_jobs,
-        };
-        let mode = completion_mode_label(&job);
-        let plan = match plan_pods(&input) {
-            Ok(Decision::Sync(plan)) => *plan,
-            Ok(Decision::ManagedExternally(name)) => {
-                tracing::debug!(job = %key, controller = name, "managed by another controller; skipping");
-                self.forget_shadow(key);
-                return Ok(None);
-            }
-            Ok(Decision::Finished) => {
-                self.executor.backoff.remove(key.as_str());
-                if let Some(Shadow { state, .. }) = &self.shadow {
-                    // The final status is compared before the Job is forgotten: a finished Job
-                    // gets no more events, so a difference would otherwise never be seen.
-                    let differences = shadow::final_status_differences(&input);
-                    let fingerprint = controller::shadow::fingerprint(&*job, &candidates);
-                    return Ok(state
-                        .observe_sync(&self.executor.client, COMPONENT, key, fingerprint, differences)
-                        .await);
-                }
-                return Ok(None);
-            }
-            Ok(Decision::UnknownCompletionMode) => {
-                self.executor.recorder.record(
-                    &object_reference(&Owner::of(&*job)),
-                    TYPE_WARNING,
-                    EVENT_UNKNOWN_COMPLETION_MODE,
-                    EVENT_UNKNOWN_COMPLETION_MODE_MESSAGE.to_owned(),
-                );
-                return Ok(None);
-            }
-            Err(PlanError::InvalidSelector { key, source }) => {
-                // As upstream: an error (retried with backoff, no event) that only a change to the
-                // Job fixes; other Jobs go on meanwhile.
-                let elapsed = started.elapsed();
-                self.executor
-                    .metrics
-                    .job_sync(mode, "error", ACTION_RECONCILING, elapsed);
-                return Err(SyncError::InvalidSelector { key, source });
-            }
-        };
-        if let Some(Shadow { state, .. }) = &self.shadow {
-            let status = status_plan(&plan, &ManageOutcome::assumed(&plan.action));
-            let full = crate::plan::FullPlan { sync: plan, status };
-            let differences = shadow::differences(&job, &full);
-            let fingerprint = controller::shadow::fingerprint(&*job, &candidates);
-            return Ok(state
-                .observe_sync(&self.executor.client, COMPONENT, key, fingerprint, differences)
-                .await);
-        }
-        let action = plan.metrics_action;
-        let requeue = plan.requeue_after;
-        let result = self.executor.execute(plan).await;
-        if result.is_err()
-            && let Some(after) = requeue
-        {
-            // Upstream queues its timed wake-ups (the active deadline, the end of a backoff) while
-            // it syncs, whatever the sync returns; the queue keeps the earlier of this and the
-            // rate-limited retry, so a Job whose writes keep failing still fails on its deadline.
-            h.queue.add_after(key.clone(), after);
-        }
-        let outcome = if result.is_ok() { "success" } else { "error" };
-        self.executor
-            .metrics
-            .job_sync(mode, outcome, action, started.elapsed());
-        result
     }
 
     /// A Job that is gone or not ours: nothing of it stands in shadow mode (a divergence reported
@@ -403,6 +249,10 @@ impl<P: PodControl> Reconciler<OrphanKey> for OrphanPods<P> {
         self.0.sync_orphan(key)
     }
 }
+
+/// The sync itself, in a file of its own.
+#[path = "sync.rs"]
+mod sync;
 
 #[cfg(test)]
 #[path = "controller_tests.rs"]

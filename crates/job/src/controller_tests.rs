@@ -9,6 +9,10 @@ use testing::{ApiServer, FakeClock, Verb};
 
 use super::*;
 use crate::fixtures::{job, spec, ts};
+use crate::{
+    conditions::EVENT_UNKNOWN_COMPLETION_MODE,
+    executor::{GR_JOBS, GR_PODS},
+};
 
 const KEY: &str = "ns/foobar";
 
@@ -43,26 +47,25 @@ fn put<K: kube::Resource<DynamicType = ()> + Clone>(store: &Store<K>, obj: K) {
 type Setup = (JobController<KubePodControl>, ApiServer, Arc<Recorded>);
 
 fn controller(j: Job) -> Setup {
-    controller_with(j, JobOptions::default())
+    controller_with(j, FeatureGates::default())
 }
 
 /// A controller writing pods through [`KubePodControl`] to a server holding `j` (the pods it
 /// creates are created at 1 s), its Job cache holding `j` too.
-fn controller_with(j: Job, options: JobOptions) -> Setup {
+fn controller_with(j: Job, features: FeatureGates) -> Setup {
     let server = ApiServer::with_clock(Arc::new(FakeClock::at(ts(1))));
     server.insert(&j);
     let factory = SharedInformerFactory::new(server.client());
     let metrics = Arc::new(Recorded::default());
     let recorder = EventRecorder::in_memory();
-    let c = JobController::with_control(
-        &factory,
-        server.client(),
-        KubePodControl::new(server.client(), recorder.clone()),
-        recorder,
-        options,
-        &*metrics,
-        metrics.clone(),
-    );
+    let mut cx = Context::new(&factory, server.client(), &*metrics, COMPONENT);
+    cx.options.features = features;
+    let options = JobOptions {
+        metrics: metrics.clone(),
+        ..JobOptions::default()
+    };
+    let control = KubePodControl::new(server.client(), recorder.clone());
+    let c = JobController::with_control(cx, control, recorder, options);
     put(c.handlers.jobs.store(), j);
     (c, server, metrics)
 }
@@ -117,11 +120,8 @@ async fn a_cache_older_than_our_own_writes_skips_the_sync() {
 
 #[tokio::test]
 async fn with_the_gate_off_a_stale_cache_does_not_stop_the_sync() {
-    let options = JobOptions {
-        features: controller::FeatureGates::parse("StaleControllerConsistencyJob=false").unwrap(),
-        ..JobOptions::default()
-    };
-    let (c, cluster, metrics) = controller_with(job(2, Some(2)), options);
+    let features = FeatureGates::parse("StaleControllerConsistencyJob=false").unwrap();
+    let (c, cluster, metrics) = controller_with(job(2, Some(2)), features);
     c.sync(&ObjectKey::parse(KEY)).await.expect("first sync");
     // The cached Job is the one the first sync wrote, whose resourceVersion the server checks on
     // the status PUT; the informers, never run, have still synced nothing: both caches are older
@@ -171,11 +171,8 @@ async fn a_failed_sync_keeps_its_timed_wake_up() {
 /// `finishedJobExpectations`. Once the cache shows it finished, it is forgotten.
 #[tokio::test]
 async fn a_job_written_finished_is_not_synced_on_a_stale_cache() {
-    let options = JobOptions {
-        features: controller::FeatureGates::parse("StaleControllerConsistencyJob=false").unwrap(),
-        ..JobOptions::default()
-    };
-    let (c, cluster, _) = controller_with(job(2, Some(2)), options);
+    let features = FeatureGates::parse("StaleControllerConsistencyJob=false").unwrap();
+    let (c, cluster, _) = controller_with(job(2, Some(2)), features);
     for name in ["a", "b"] {
         let p = crate::fixtures::pod(name).succeeded().build();
         cluster.insert(&*p);

@@ -4,9 +4,10 @@
 use controller::compact_pod::Pod;
 use std::{collections::HashSet, future::Future, sync::Arc, time::Duration};
 
+use controller::Build;
 use controller::ConsistencyStore;
+use controller::Context;
 use controller::Controller;
-use controller::ControllerMetrics;
 use controller::EventRecorder;
 use controller::Expectations;
 use controller::KubePodControl;
@@ -24,9 +25,8 @@ use controller::object_reference;
 use controller::owner_index;
 use controller::pod_util::controller_of;
 use controller::shadow::ShadowState;
-use informer::{InformerOptions, ObjectKey, SharedInformer, SharedInformerFactory, WorkQueue};
+use informer::{InformerOptions, ObjectKey, SharedInformer};
 use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::ReplicationController};
-use kube::Client;
 
 use crate::{
     executor::{Executor, GR_PODS, SyncError},
@@ -37,8 +37,6 @@ use crate::{
     shadow,
 };
 
-/// Workers per controller (kube-controller-manager `--concurrent-replicaset-syncs` default).
-pub const DEFAULT_WORKERS: usize = 5;
 /// The work queue's name, the `name` label of the workqueue metrics (upstream: `replicaset`).
 pub const QUEUE_NAME: &str = <ReplicaSet as ReplicaKind>::QUEUE_NAME;
 /// The events' source component (upstream: `replicaset-controller`).
@@ -46,32 +44,34 @@ pub const COMPONENT: &str = <ReplicaSet as ReplicaKind>::COMPONENT;
 /// Event reason for a ReplicaSet whose selector cannot be parsed. Upstream only logs this case.
 pub const REASON_INVALID_SELECTOR: &str = "InvalidSelector";
 
-#[derive(Debug, Clone)]
+/// What is this controller's alone; the rest comes with its [`Context`]. Of the feature gates it
+/// reads `StaleControllerConsistencyReplicaSet` and those its plan takes ([`ReplicaKind::plan_gates`]).
+#[derive(Clone)]
 pub struct ReplicaSetOptions {
-    pub workers: usize,
+    /// Pod creations or deletions one sync makes at most (upstream `BurstReplicas`).
     pub burst_replicas: usize,
+    /// Where the scale-down's age ratio goes.
+    pub metrics: Arc<dyn ReplicaSetMetrics>,
     /// Testing only (shadow mode's self-check): plan as if minReadySeconds were 0.
     pub ignore_min_ready_seconds: bool,
-    /// This process's identity, written as the reportingInstance of its events.
-    pub instance: String,
-    /// The feature gates the controller reads (`--feature-gates`; default: Kubernetes 1.36's).
-    pub features: controller::features::FeatureGates,
-    /// How often every cached ReplicaSet and pod is redelivered to the handlers, so that a
-    /// ReplicaSet waiting on an expectation an event never lowered is synced again (KCM's factory:
-    /// `--min-resync-period` × [1, 2), drawn once). `None`: no resync.
-    pub resync_period: Option<Duration>,
 }
 
 impl Default for ReplicaSetOptions {
     fn default() -> Self {
         Self {
-            workers: DEFAULT_WORKERS,
             burst_replicas: BURST_REPLICAS,
+            metrics: Arc::new(NoReplicaSetMetrics),
             ignore_min_ready_seconds: false,
-            instance: COMPONENT.to_owned(),
-            features: controller::features::FeatureGates::default(),
-            resync_period: None,
         }
+    }
+}
+
+impl std::fmt::Debug for ReplicaSetOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplicaSetOptions")
+            .field("burst_replicas", &self.burst_replicas)
+            .field("ignore_min_ready_seconds", &self.ignore_min_ready_seconds)
+            .finish_non_exhaustive()
     }
 }
 
@@ -84,8 +84,8 @@ pub struct ReplicaSetController<P, K: ReplicaKind = ReplicaSet> {
     pods: SharedInformer<Pod>,
     executor: Executor<P, K>,
     recorder: EventRecorder,
+    features: controller::features::FeatureGates,
     options: ReplicaSetOptions,
-    metrics: Arc<dyn ReplicaSetMetrics>,
     /// Set in shadow mode: plans are compared with what upstream did instead of executed.
     shadow: Option<Arc<ShadowState>>,
 }
@@ -102,79 +102,59 @@ impl<P, K: ReplicaKind> std::fmt::Debug for ReplicaSetController<P, K> {
     }
 }
 
-impl<K: ReplicaKind> ReplicaSetController<NoWrites, K> {
-    /// A read-only controller for shadow mode: it plans every sync and records in `state` where the
-    /// plan disagrees with what upstream's controller did. Nothing here can write.
-    pub fn shadow(
-        factory: &SharedInformerFactory,
-        client: Client,
-        state: Arc<ShadowState>,
-        options: ReplicaSetOptions,
-        metrics: &dyn ControllerMetrics,
-    ) -> Self {
-        let mut c = Self::with_control(
-            factory,
-            client,
-            NoWrites,
-            EventRecorder::in_memory(),
-            options,
-            metrics,
-            Arc::new(NoReplicaSetMetrics),
-        );
+impl<K: ReplicaKind> Build for ReplicaSetController<KubePodControl, K> {
+    type Options = ReplicaSetOptions;
+    type Shadow = ReplicaSetController<NoWrites, K>;
+
+    /// A controller writing through the context's client, reading the shared informers.
+    fn build(cx: Context<'_>, options: ReplicaSetOptions) -> Self {
+        let recorder = cx.recorder(K::COMPONENT);
+        let control = KubePodControl::new(cx.client.clone(), recorder.clone());
+        Self::with_control(cx, control, recorder, options)
+    }
+
+    /// It plans every sync and records in `state` where the plan disagrees with what upstream's
+    /// controller did. Nothing here can write.
+    fn shadow(cx: Context<'_>, state: Arc<ShadowState>, options: ReplicaSetOptions) -> Self::Shadow {
+        let options = ReplicaSetOptions {
+            metrics: Arc::new(NoReplicaSetMetrics),
+            ..options
+        };
+        let mut c = ReplicaSetController::with_control(cx, NoWrites, EventRecorder::in_memory(), options);
         c.shadow = Some(state);
         c
     }
 }
 
-impl<K: ReplicaKind> ReplicaSetController<KubePodControl, K> {
-    /// A controller writing through `client`, reading through `factory`'s shared informers.
-    pub fn new(
-        factory: &SharedInformerFactory,
-        client: Client,
-        options: ReplicaSetOptions,
-        metrics: &dyn ControllerMetrics,
-        rs_metrics: Arc<dyn ReplicaSetMetrics>,
-    ) -> Self {
-        let recorder = EventRecorder::new(client.clone(), K::COMPONENT, &options.instance);
-        let control = KubePodControl::new(client.clone(), recorder.clone());
-        Self::with_control(factory, client, control, recorder, options, metrics, rs_metrics)
-    }
-}
-
 impl<P: PodControl, K: ReplicaKind> ReplicaSetController<P, K> {
+    /// A controller writing pods through `control` and events to `recorder`.
     pub fn with_control(
-        factory: &SharedInformerFactory,
-        client: Client,
+        cx: Context<'_>,
         control: P,
         recorder: EventRecorder,
         options: ReplicaSetOptions,
-        metrics: &dyn ControllerMetrics,
-        rs_metrics: Arc<dyn ReplicaSetMetrics>,
     ) -> Self {
-        let replica_sets = factory.namespaced::<K>(InformerOptions::default());
-        let pods = factory.namespaced::<Pod>(InformerOptions::default());
+        let replica_sets = cx.factory.namespaced::<K>(InformerOptions::default());
+        let pods = cx.factory.namespaced::<Pod>(InformerOptions::default());
         replica_sets.store().add_index(OWNER_INDEX, owner_index());
         pods.store().add_index(OWNER_INDEX, owner_index());
         let expectations = Arc::new(Expectations::new());
-        let queue = WorkQueue::named(K::QUEUE_NAME, metrics);
+        let (queue, wiring) = cx.wiring(K::QUEUE_NAME);
         let handlers = Handlers {
             replica_sets: replica_sets.lister(),
             expectations: expectations.clone(),
-            queue: queue.clone(),
+            queue,
         };
-        let mut wiring = Wiring::new(queue, options.workers, metrics.sync_metrics(K::QUEUE_NAME))
-            .with_events(recorder.clone());
-        wiring.register(
-            replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), options.resync_period),
-        );
-        wiring.register(pods.add_event_handler(PodHandler(handlers.clone()), options.resync_period));
-        let consistency = Arc::new(ConsistencyStore::new());
+        let mut wiring = wiring.with_events(recorder.clone());
+        let resync = cx.options.resync_period;
+        wiring.register(replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), resync));
+        wiring.register(pods.add_event_handler(PodHandler(handlers.clone()), resync));
         let executor = Executor {
             control,
-            client,
+            client: cx.client,
             expectations,
             clock: Arc::new(SystemClock),
-            consistency,
+            consistency: Arc::new(ConsistencyStore::new()),
             kind: std::marker::PhantomData,
         };
         Self {
@@ -184,8 +164,8 @@ impl<P: PodControl, K: ReplicaKind> ReplicaSetController<P, K> {
             pods,
             executor,
             recorder,
+            features: cx.options.features,
             options,
-            metrics: rs_metrics,
             shadow: None,
         }
     }
@@ -203,7 +183,7 @@ impl<P: PodControl, K: ReplicaKind> ReplicaSetController<P, K> {
         };
         // Read our own writes: skip (and retry later) while a cache is older than what we wrote
         // (gate `StaleControllerConsistencyReplicaSet`; upstream uses a no-op store without it).
-        if self.options.features.stale_controller_consistency_replica_set
+        if self.features.stale_controller_consistency_replica_set
             && let Some(own) = K::CONSISTENCY_RESOURCE
         {
             self.wiring
@@ -232,7 +212,7 @@ impl<P: PodControl, K: ReplicaKind> ReplicaSetController<P, K> {
             candidates: &candidates,
             burst_replicas: self.options.burst_replicas,
             now: input_now,
-            features: K::plan_gates(self.options.features),
+            features: K::plan_gates(self.features),
         };
         let owner = Owner::of(&*obj);
         let plan = match plan_sync_for(&input, owner.clone(), || self.related_pods(&obj)) {
@@ -259,7 +239,7 @@ impl<P: PodControl, K: ReplicaKind> ReplicaSetController<P, K> {
             && chosen.len() < plan.replicas.active.len()
         {
             for ratio in crate::plan::deletion_age_ratios(&plan.replicas.active, chosen, input_now) {
-                self.metrics.sorting_deletion_age_ratio(ratio);
+                self.options.metrics.sorting_deletion_age_ratio(ratio);
             }
         }
         let result = self.executor.execute(&*obj, &rs, plan).await;

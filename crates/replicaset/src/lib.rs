@@ -31,9 +31,7 @@ mod shadow;
 mod status;
 mod status_writer;
 
-pub use controller::{
-    COMPONENT, DEFAULT_WORKERS, QUEUE_NAME, ReplicaSetController, ReplicaSetOptions, ReplicationManager,
-};
+pub use controller::{COMPONENT, QUEUE_NAME, ReplicaSetController, ReplicaSetOptions, ReplicationManager};
 pub use executor::SyncError;
 pub use kind::ReplicaKind;
 pub use metrics::{NoReplicaSetMetrics, ReplicaSetMetrics};

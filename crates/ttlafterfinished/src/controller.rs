@@ -3,12 +3,8 @@
 
 use std::{future::Future, sync::Arc, time::Duration};
 
-use controller::{
-    Clock, Controller, ControllerMetrics, Reconciler, SystemClock, Wiring, shadow::ShadowState,
-};
-use informer::{
-    DeletedObject, EventHandler, InformerOptions, Lister, ObjectKey, SharedInformerFactory, WorkQueue,
-};
+use controller::{Build, Clock, Context, Controller, Reconciler, SystemClock, Wiring, shadow::ShadowState};
+use informer::{DeletedObject, EventHandler, InformerOptions, Lister, ObjectKey, WorkQueue};
 use k8s_openapi::api::batch::v1::Job;
 use kube::Client;
 
@@ -19,27 +15,34 @@ use crate::{
     metrics::{NoTtlMetrics, TtlMetrics},
 };
 
-/// Workers (kube-controller-manager `--concurrent-ttl-after-finished-syncs` default).
-pub const DEFAULT_WORKERS: usize = 5;
 /// The work queue's name, the `name` label of the workqueue metrics (upstream: `ttl_jobs_to_delete`).
 pub const QUEUE_NAME: &str = "ttl_jobs_to_delete";
 /// KCM's name for the controller, and the client's (upstream: `ttl-after-finished-controller`).
 pub const COMPONENT: &str = "ttl-after-finished-controller";
 
-#[derive(Debug, Clone)]
+/// What is this controller's alone; the rest comes with its [`Context`].
+#[derive(Clone)]
 pub struct TtlAfterFinishedOptions {
-    pub workers: usize,
-    /// How often the informer replays every cached Job to the handler (KCM: `--min-resync-period`
-    /// × [1, 2), drawn once). `None`: no resync.
-    pub resync_period: Option<Duration>,
+    /// Where the deletion's lateness goes.
+    pub metrics: Arc<dyn TtlMetrics>,
+    /// Testing only (shadow mode's self-check): decide as if every TTL after finishing were 0.
+    pub ignore_ttl_seconds: bool,
 }
 
 impl Default for TtlAfterFinishedOptions {
     fn default() -> Self {
         Self {
-            workers: DEFAULT_WORKERS,
-            resync_period: None,
+            metrics: Arc::new(NoTtlMetrics),
+            ignore_ttl_seconds: false,
         }
+    }
+}
+
+impl std::fmt::Debug for TtlAfterFinishedOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TtlAfterFinishedOptions")
+            .field("ignore_ttl_seconds", &self.ignore_ttl_seconds)
+            .finish_non_exhaustive()
     }
 }
 
@@ -52,6 +55,7 @@ pub struct TtlAfterFinishedController {
     metrics: Arc<dyn TtlMetrics>,
     /// Set in shadow mode: a Job kcm-rs would delete is reported instead, unless upstream deletes it.
     shadow: Option<Arc<ShadowState>>,
+    ignore_ttl_seconds: bool,
 }
 
 impl std::fmt::Debug for TtlAfterFinishedController {
@@ -61,43 +65,40 @@ impl std::fmt::Debug for TtlAfterFinishedController {
     }
 }
 
-impl TtlAfterFinishedController {
-    /// A controller deleting through `client`, reading through `factory`'s shared Job informer.
-    pub fn new(
-        factory: &SharedInformerFactory,
-        client: Client,
-        options: TtlAfterFinishedOptions,
-        metrics: &dyn ControllerMetrics,
-        ttl_metrics: Arc<dyn TtlMetrics>,
-    ) -> Self {
-        let jobs = factory.namespaced::<Job>(InformerOptions::default());
-        let queue = WorkQueue::named(QUEUE_NAME, metrics);
-        let mut wiring = Wiring::new(queue.clone(), options.workers, metrics.sync_metrics(QUEUE_NAME));
-        wiring.register(jobs.add_event_handler(JobHandler(queue), options.resync_period));
+impl Build for TtlAfterFinishedController {
+    type Options = TtlAfterFinishedOptions;
+    type Shadow = Self;
+
+    /// A controller deleting through the context's client, reading the shared Job informer.
+    fn build(cx: Context<'_>, options: TtlAfterFinishedOptions) -> Self {
+        let jobs = cx.factory.namespaced::<Job>(InformerOptions::default());
+        let (queue, mut wiring) = cx.wiring(QUEUE_NAME);
+        wiring.register(jobs.add_event_handler(JobHandler(queue), cx.options.resync_period));
         Self {
             wiring,
             jobs: jobs.lister(),
-            client,
+            client: cx.client,
             clock: Arc::new(SystemClock),
-            metrics: ttl_metrics,
+            metrics: options.metrics,
             shadow: None,
+            ignore_ttl_seconds: options.ignore_ttl_seconds,
         }
     }
 
-    /// A read-only controller for shadow mode: a Job whose TTL has run out and that upstream has
-    /// not deleted is recorded in `state` as a disagreement; nothing is deleted.
-    pub fn shadow(
-        factory: &SharedInformerFactory,
-        client: Client,
-        state: Arc<ShadowState>,
-        options: TtlAfterFinishedOptions,
-        metrics: &dyn ControllerMetrics,
-    ) -> Self {
-        let mut c = Self::new(factory, client, options, metrics, Arc::new(NoTtlMetrics));
+    /// A Job whose TTL has run out and that upstream has not deleted is recorded in `state` as a
+    /// disagreement; nothing is deleted.
+    fn shadow(cx: Context<'_>, state: Arc<ShadowState>, options: TtlAfterFinishedOptions) -> Self {
+        let options = TtlAfterFinishedOptions {
+            metrics: Arc::new(NoTtlMetrics),
+            ..options
+        };
+        let mut c = Self::build(cx, options);
         c.shadow = Some(state);
         c
     }
+}
 
+impl TtlAfterFinishedController {
     /// One sync of the Job at `key`: `Ok(Some(d))` looks again after `d`, when its TTL runs out.
     pub async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
         let expiry = |source| SyncError::Expiry {
@@ -110,10 +111,18 @@ impl TtlAfterFinishedController {
             }
             return Ok(None);
         };
-        let decision = decide(&job, self.clock.now()).map_err(expiry)?;
         if let Some(state) = &self.shadow {
+            let mut planned = (*job).clone();
+            if self.ignore_ttl_seconds
+                && let Some(spec) = planned.spec.as_mut()
+                && spec.ttl_seconds_after_finished.is_some()
+            {
+                spec.ttl_seconds_after_finished = Some(0);
+            }
+            let decision = decide(&planned, self.clock.now()).map_err(expiry)?;
             return Ok(self.compare(state, key, &job, decision).await);
         }
+        let decision = decide(&job, self.clock.now()).map_err(expiry)?;
         let Decision::Delete { .. } = decision else {
             return Ok(later(decision));
         };

@@ -21,9 +21,7 @@ mod expiry;
 mod metrics;
 
 pub use cleanup::{Cleanup, delete_if_due};
-pub use controller::{
-    COMPONENT, DEFAULT_WORKERS, QUEUE_NAME, TtlAfterFinishedController, TtlAfterFinishedOptions,
-};
+pub use controller::{COMPONENT, QUEUE_NAME, TtlAfterFinishedController, TtlAfterFinishedOptions};
 pub use error::SyncError;
 pub use expiry::{Decision, ExpiryError, decide, needs_cleanup};
 pub use metrics::{NoTtlMetrics, TtlMetrics};

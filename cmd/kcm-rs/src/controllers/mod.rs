@@ -8,7 +8,10 @@ mod selection;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use controller::{Controller, FeatureGates, StartGate, Started, shadow::ShadowState, spawn_gated};
+use controller::{
+    Build, CommonOptions, Context, FeatureGates, KubePodControl, StartGate, Started, shadow::ShadowState,
+    spawn_gated,
+};
 use cronjob::{CronJobController, CronJobOptions};
 use deployment::{DeploymentController, DeploymentOptions};
 use informer::SharedInformerFactory;
@@ -42,9 +45,12 @@ pub struct Descriptor {
     /// A feature gate that asks this controller for something kcm-rs does not do, if it is on:
     /// refused at start rather than silently ignored.
     pub unimplemented_gate: fn(&FeatureGates) -> Option<&'static str>,
-    /// Builds the controller on the shared informers and its client (the role's) and starts it
-    /// (read-only in shadow mode).
-    pub start: fn(&StartContext<'_>, kube::Client) -> Started,
+    /// Its `--concurrent-*-syncs`.
+    pub workers: fn(&Args) -> usize,
+    /// Builds the controller from its context (the shared informers, its client: the role's, the
+    /// common options) and the options that are its alone, and starts it, read-only in shadow mode:
+    /// [`spawn`] for every one.
+    pub start: fn(&StartContext<'_>, Context<'_>) -> Started,
 }
 
 /// The controllers kcm-rs reimplements, sorted by name; all are on by default in KCM.
@@ -54,6 +60,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         alias: "cronjob",
         role: cronjob::COMPONENT,
         unimplemented_gate: |_| None,
+        workers: |a| a.concurrent_cron_job_syncs,
         start: start_cron_job,
     },
     Descriptor {
@@ -61,6 +68,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         alias: "deployment",
         role: deployment::COMPONENT,
         unimplemented_gate: |_| None,
+        workers: |a| a.concurrent_deployment_syncs,
         start: start_deployment,
     },
     Descriptor {
@@ -70,6 +78,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         // WorkloadWithJob (alpha) has the Job controller create Workload and PodGroup objects and
         // gang-schedule Indexed Jobs' pods; running without them would schedule pods one by one.
         unimplemented_gate: |g| g.workload_with_job.then_some("WorkloadWithJob"),
+        workers: |a| a.concurrent_job_syncs,
         start: start_job,
     },
     Descriptor {
@@ -77,7 +86,8 @@ pub const CONTROLLERS: &[Descriptor] = &[
         alias: "replicaset",
         role: replicaset::COMPONENT,
         unimplemented_gate: |_| None,
-        start: start_replicaset,
+        workers: |a| a.concurrent_replicaset_syncs,
+        start: start_replica_kind::<k8s_openapi::api::apps::v1::ReplicaSet>,
     },
     // KCM's name differs from the role, its client's and its events' component
     // (`replication-controller`).
@@ -86,13 +96,15 @@ pub const CONTROLLERS: &[Descriptor] = &[
         alias: "replicationcontroller",
         role: <k8s_openapi::api::core::v1::ReplicationController as ReplicaKind>::COMPONENT,
         unimplemented_gate: |_| None,
-        start: start_replication_controller,
+        workers: |a| a.concurrent_rc_syncs,
+        start: start_replica_kind::<k8s_openapi::api::core::v1::ReplicationController>,
     },
     Descriptor {
         name: ttlafterfinished::COMPONENT,
         alias: "ttl-after-finished",
         role: ttlafterfinished::COMPONENT,
         unimplemented_gate: |_| None,
+        workers: |a| a.concurrent_ttl_after_finished_syncs,
         start: start_ttl_after_finished,
     },
 ];
@@ -122,9 +134,20 @@ pub fn start(enabled: &[&str], cx: &StartContext<'_>) -> anyhow::Result<Vec<Star
             .clients
             .client_for(d.role)
             .with_context(|| format!("starting {}", d.name))?;
+        let context = Context {
+            factory: cx.factory,
+            client,
+            metrics: cx.metrics,
+            options: CommonOptions {
+                workers: (d.workers)(cx.args),
+                instance: cx.identity.to_owned(),
+                features: cx.args.feature_gates,
+                resync_period: cx.resync_period,
+            },
+        };
         // KCM names its health checks and the started list by the table's name, which for the
         // ReplicationController controller is not its component's.
-        let mut controller = (d.start)(cx, client);
+        let mut controller = (d.start)(cx, context);
         controller.name = d.name;
         started.push(controller);
         tracing::info!(shadow = cx.shadow.is_some(), "started {}", d.name);
@@ -161,153 +184,60 @@ fn perturbed(cx: &StartContext<'_>, p: ShadowPerturbation) -> bool {
     cx.args.shadow_perturb == Some(p)
 }
 
-/// Starts the controller `live` builds from `client` and `options`, or in shadow mode the read-only
-/// one `shadow` builds, with the shard's start gate: every controller's start ends here.
-fn spawn_live_or_shadow<O, L: Controller, S: Controller>(
-    cx: &StartContext<'_>,
-    client: kube::Client,
-    options: O,
-    live: impl FnOnce(kube::Client, O) -> L,
-    shadow: impl FnOnce(kube::Client, O, Arc<ShadowState>) -> S,
-) -> Started {
+/// Builds `B` from `context` and `options` (its read-only twin in shadow mode) and starts it behind
+/// the shard's start gate: every controller's start ends here.
+fn spawn<B: Build>(cx: &StartContext<'_>, context: Context<'_>, options: B::Options) -> Started {
     match cx.shadow {
-        Some(s) => spawn_gated(
-            shadow(client, options, s.clone()),
+        Some(state) => spawn_gated(
+            B::shadow(context, state.clone(), options),
             cx.cancel,
             cx.start_gate.clone(),
         ),
-        None => spawn_gated(live(client, options), cx.cancel, cx.start_gate.clone()),
+        None => spawn_gated(B::build(context, options), cx.cancel, cx.start_gate.clone()),
     }
 }
 
-fn start_replicaset(cx: &StartContext<'_>, client: kube::Client) -> Started {
-    start_replica_kind::<k8s_openapi::api::apps::v1::ReplicaSet>(
-        cx,
-        client,
-        cx.args.concurrent_replicaset_syncs,
-    )
+fn start_cron_job(cx: &StartContext<'_>, context: Context<'_>) -> Started {
+    let options = CronJobOptions {
+        metrics: Arc::new(cx.metrics.clone()),
+        ignore_suspend: perturbed(cx, ShadowPerturbation::IgnoreSuspend),
+        ..CronJobOptions::default()
+    };
+    spawn::<CronJobController>(cx, context, options)
 }
 
-fn start_replication_controller(cx: &StartContext<'_>, client: kube::Client) -> Started {
-    start_replica_kind::<k8s_openapi::api::core::v1::ReplicationController>(
-        cx,
-        client,
-        cx.args.concurrent_rc_syncs,
-    )
+fn start_deployment(cx: &StartContext<'_>, context: Context<'_>) -> Started {
+    let options = DeploymentOptions {
+        ignore_paused: perturbed(cx, ShadowPerturbation::IgnorePaused),
+    };
+    spawn::<DeploymentController>(cx, context, options)
+}
+
+fn start_job(cx: &StartContext<'_>, context: Context<'_>) -> Started {
+    let options = JobOptions {
+        metrics: cx.metrics.job_metrics(),
+        ignore_suspend: perturbed(cx, ShadowPerturbation::IgnoreSuspend),
+    };
+    spawn::<JobController<KubePodControl>>(cx, context, options)
 }
 
 /// The ReplicaSet controller over `K`: ReplicaSets, or ReplicationControllers as upstream's
 /// replication manager ([`replicaset::ReplicationManager`]).
-fn start_replica_kind<K: ReplicaKind>(
-    cx: &StartContext<'_>,
-    client: kube::Client,
-    workers: usize,
-) -> Started {
+fn start_replica_kind<K: ReplicaKind>(cx: &StartContext<'_>, context: Context<'_>) -> Started {
     let options = ReplicaSetOptions {
-        workers,
+        metrics: Arc::new(cx.metrics.clone()),
         ignore_min_ready_seconds: perturbed(cx, ShadowPerturbation::IgnoreMinReadySeconds),
-        instance: cx.identity.to_owned(),
-        features: cx.args.feature_gates,
-        resync_period: cx.resync_period,
         ..ReplicaSetOptions::default()
     };
-    spawn_live_or_shadow(
-        cx,
-        client,
-        options,
-        |client, options| {
-            ReplicaSetController::<_, K>::new(
-                cx.factory,
-                client,
-                options,
-                cx.metrics,
-                Arc::new(cx.metrics.clone()),
-            )
-        },
-        |client, options, s| ReplicaSetController::<_, K>::shadow(cx.factory, client, s, options, cx.metrics),
-    )
+    spawn::<ReplicaSetController<KubePodControl, K>>(cx, context, options)
 }
 
-fn start_deployment(cx: &StartContext<'_>, client: kube::Client) -> Started {
-    let options = DeploymentOptions {
-        workers: cx.args.concurrent_deployment_syncs,
-        instance: cx.identity.to_owned(),
-        resync_period: cx.resync_period,
-        ignore_paused: perturbed(cx, ShadowPerturbation::IgnorePaused),
-        features: cx.args.feature_gates,
-    };
-    spawn_live_or_shadow(
-        cx,
-        client,
-        options,
-        |client, options| DeploymentController::new(cx.factory, client, options, cx.metrics),
-        |client, options, s| DeploymentController::shadow(cx.factory, client, s, options, cx.metrics),
-    )
-}
-
-fn start_job(cx: &StartContext<'_>, client: kube::Client) -> Started {
-    let options = JobOptions {
-        workers: cx.args.concurrent_job_syncs,
-        instance: cx.identity.to_owned(),
-        features: cx.args.feature_gates,
-        resync_period: cx.resync_period,
-        ignore_suspend: perturbed(cx, ShadowPerturbation::IgnoreSuspend),
-    };
-    spawn_live_or_shadow(
-        cx,
-        client,
-        options,
-        |client, options| {
-            JobController::new(cx.factory, client, options, cx.metrics, cx.metrics.job_metrics())
-        },
-        |client, options, s| JobController::shadow(cx.factory, client, s, options, cx.metrics),
-    )
-}
-
-fn start_cron_job(cx: &StartContext<'_>, client: kube::Client) -> Started {
-    let options = CronJobOptions {
-        workers: cx.args.concurrent_cron_job_syncs,
-        instance: cx.identity.to_owned(),
-        resync_period: cx.resync_period,
-        ..CronJobOptions::default()
-    };
-    spawn_live_or_shadow(
-        cx,
-        client,
-        options,
-        |client, options| {
-            CronJobController::new(
-                cx.factory,
-                client,
-                options,
-                cx.metrics,
-                Arc::new(cx.metrics.clone()),
-            )
-        },
-        |client, options, s| CronJobController::shadow(cx.factory, client, s, options, cx.metrics),
-    )
-}
-
-fn start_ttl_after_finished(cx: &StartContext<'_>, client: kube::Client) -> Started {
+fn start_ttl_after_finished(cx: &StartContext<'_>, context: Context<'_>) -> Started {
     let options = TtlAfterFinishedOptions {
-        workers: cx.args.concurrent_ttl_after_finished_syncs,
-        resync_period: cx.resync_period,
+        metrics: Arc::new(cx.metrics.clone()),
+        ignore_ttl_seconds: perturbed(cx, ShadowPerturbation::IgnoreTtlSeconds),
     };
-    spawn_live_or_shadow(
-        cx,
-        client,
-        options,
-        |client, options| {
-            TtlAfterFinishedController::new(
-                cx.factory,
-                client,
-                options,
-                cx.metrics,
-                Arc::new(cx.metrics.clone()),
-            )
-        },
-        |client, options, s| TtlAfterFinishedController::shadow(cx.factory, client, s, options, cx.metrics),
-    )
+    spawn::<TtlAfterFinishedController>(cx, context, options)
 }
 
 #[cfg(test)]
