@@ -229,3 +229,66 @@ fn jobs_are_named_by_the_minutes_since_1970() {
         "mycronjob-24394200"
     );
 }
+
+/// A schedule whose slots are a constant gap apart.
+fn regular() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    prop_oneof![
+        prop::sample::select(vec![1, 2, 3, 5, 10, 15, 30]).prop_map(|k| format!("*/{k} * * * *")),
+        (0..60).prop_map(|m| format!("{m} * * * *")),
+        (0..60, 0..24).prop_map(|(m, h)| format!("{m} {h} * * *")),
+        prop::sample::select(vec![45, 90, 3600]).prop_map(|s| format!("@every {s}s")),
+    ]
+}
+
+/// The slots after `from` up to `now`, walked one by one with the schedule itself: what upstream's
+/// arithmetic must agree with when the gap is constant.
+fn walked(schedule: &Schedule, from: Timestamp, now: Timestamp) -> (Option<Timestamp>, i64) {
+    let (mut last, mut count, mut t) = (None, 0, from);
+    while let Some(next) = schedule.next(t).filter(|n| *n <= now) {
+        last = Some(next);
+        count += 1;
+        t = next;
+    }
+    (last, count)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+    /// On a regular schedule, the slot a sync acts on is the latest one not after now and after the
+    /// last schedule (or the creation, or now less the starting deadline); "many missed" means more
+    /// than 100 of them; and the requeue lands 100 ms after the first slot after now.
+    #[test]
+    fn the_slot_and_the_requeue_agree_with_walking_the_schedule(
+        text in regular(),
+        created in 1_600_000_000i64..1_800_000_000,
+        last_after in proptest::option::of(0i64..200_000),
+        elapsed in 0i64..1_000_000,
+        deadline in proptest::option::of(1i64..100_000),
+    ) {
+        let schedule = Schedule::parse(&text, &TimeZone::UTC).unwrap();
+        let created = Timestamp::from_second(created).unwrap();
+        // A last schedule time is one of the schedule's own slots.
+        let last = last_after.and_then(|s| schedule.next(created + SignedDuration::from_secs(s)));
+        let from = last.unwrap_or(created);
+        let now = from + SignedDuration::from_secs(elapsed);
+        let h = History { created, last_scheduled: last, starting_deadline_seconds: deadline };
+
+        let earliest = match deadline {
+            Some(d) if now - SignedDuration::from_secs(d) > from => now - SignedDuration::from_secs(d),
+            _ => from,
+        };
+        let (want, count) = walked(&schedule, earliest, now);
+        let got = slot_to_act_on(&h, now, &schedule).unwrap();
+        proptest::prop_assert_eq!(got.map(|(t, _)| t), want, "{} from {} to {}", text, earliest, now);
+        if let Some((_, missed)) = got {
+            let many = count > MANY_MISSED;
+            proptest::prop_assert_eq!(missed == Missed::Many, many, "{} slots", count);
+        }
+
+        let (latest, _) = walked(&schedule, from, now);
+        let next = schedule.next(latest.unwrap_or(from)).unwrap();
+        proptest::prop_assert!(next > now);
+        proptest::prop_assert_eq!(requeue_after(&h, now, &schedule), next.duration_since(now) + NEXT_SCHEDULE_DELTA);
+    }
+}

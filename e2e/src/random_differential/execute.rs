@@ -227,6 +227,9 @@ async fn job(ns: &TestNamespace, step: &JobStep) -> Applied {
         }
         JobStep::Suspend(s) => merge(&api, JOB, json!({"spec": {"suspend": s}})).await,
         JobStep::Parallelism(n) => merge(&api, JOB, json!({"spec": {"parallelism": n}})).await,
+        JobStep::Ttl(seconds) => {
+            merge(&api, JOB, json!({"spec": {"ttlSecondsAfterFinished": seconds}})).await
+        }
         JobStep::Delete(p) => {
             let propagation_policy = Some(match p {
                 Propagation::Foreground => PropagationPolicy::Foreground,

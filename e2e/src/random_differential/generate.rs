@@ -173,6 +173,7 @@ enum JobOp {
     SucceedPod,
     DeletePod,
     Delete,
+    Ttl,
 }
 
 const JOB_WEIGHTS: &[(JobOp, u32)] = &[
@@ -182,6 +183,7 @@ const JOB_WEIGHTS: &[(JobOp, u32)] = &[
     (JobOp::SucceedPod, 16),
     (JobOp::DeletePod, 16),
     (JobOp::Delete, 6),
+    (JobOp::Ttl, 6),
 ];
 
 fn job_steps(rng: &mut StdRng, n: usize) -> Vec<Step> {
@@ -215,6 +217,10 @@ fn job_steps(rng: &mut StdRng, n: usize) -> Vec<Step> {
                 .choose(rng)
                 .expect("policies");
                 out.push(JobStep::Delete(p));
+                break;
+            }
+            JobOp::Ttl => {
+                out.push(JobStep::Ttl(rng.random_range(0..=2)));
                 break;
             }
         };
@@ -289,12 +295,12 @@ mod tests {
     }
 
     #[test]
-    fn a_deleted_job_ends_its_program() {
+    fn a_deleted_job_or_a_ttl_ends_its_program() {
         for seed in (1..400).step_by(2) {
             let steps = Program::generate(seed, 12).steps;
             let at = steps
                 .iter()
-                .position(|s| matches!(s, Step::Job(JobStep::Delete(_))));
+                .position(|s| matches!(s, Step::Job(JobStep::Delete(_) | JobStep::Ttl(_))));
             if let Some(i) = at {
                 assert_eq!(i, steps.len() - 1);
             }

@@ -1,6 +1,6 @@
 //! A seeded, randomized differential suite: the fixed scenarios only reach the orders of operations
 //! their authors thought of, so here a seed generates multi-step programs over a Deployment or a
-//! Job ([`program`], [`generate`]), each program runs under upstream's controllers (reference mode)
+//! Job, which may end with a TTL after finishing ([`program`], [`generate`]), each program runs under upstream's controllers (reference mode)
 //! and then under kcm-rs's (replace mode), and the two runs are compared step by step on a
 //! projection taken once each step has settled ([`projection`], [`settle`]). Throughout, invariants
 //! are checked on each watch event under both controllers ([`invariants`]), and the API server's
@@ -39,8 +39,11 @@ use crate::{
 use program::Program;
 use runner::Run;
 
-/// kcm-rs runs all three controllers: a Deployment's rollout goes through its ReplicaSet controller.
-const KCM_RS_ARGS: &[&str] = &["--controllers=deployment-controller,replicaset-controller,job-controller"];
+/// kcm-rs runs the four controllers the programs need: a Deployment's rollout goes through its
+/// ReplicaSet controller, a Job's TTL through the TTL-after-finished controller.
+const KCM_RS_ARGS: &[&str] = &[
+    "--controllers=deployment-controller,replicaset-controller,job-controller,ttl-after-finished-controller",
+];
 /// The short run's size (`make test`): four programs side by side, two of each kind, each step
 /// taking 3 to 15 s to settle, so about a minute and a half per mode.
 const PROGRAMS: usize = 4;

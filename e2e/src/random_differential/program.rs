@@ -221,6 +221,9 @@ pub enum JobStep {
     },
     /// The Job deleted: always a program's last step.
     Delete(Propagation),
+    /// `ttlSecondsAfterFinished` set: a finished Job is deleted that long after it finished (by the
+    /// TTL-after-finished controller), so this too is always a program's last step.
+    Ttl(i32),
 }
 
 /// The Deployment's largest size: small enough for a step to settle in seconds.

@@ -215,6 +215,11 @@ fn job_unsettled(s: &Snapshot, out: &mut Vec<String>) {
         return;
     }
     let spec = j.spec.clone().unwrap_or_default();
+    if (has(j, "Complete") || has(j, "Failed")) && spec.ttl_seconds_after_finished.is_some() {
+        // At most 2 s: the TTL-after-finished controller deletes it (in the foreground) soon.
+        out.push("finished with a TTL, not yet deleted".into());
+        return;
+    }
     let st = j.status.clone().unwrap_or_default();
     let uncounted = st.uncounted_terminated_pods.as_ref().map_or(0, |u| {
         u.succeeded.iter().flatten().count() + u.failed.iter().flatten().count()

@@ -1,6 +1,6 @@
 //! How every controller's shadow says where its plan and upstream's outcome part: one line per
 //! disagreeing status field or intended write, and a fingerprint of what the plan read. Written once
-//! so that the three controllers word and compare the same things the same way.
+//! so that the controllers word and compare the same things the same way.
 
 use std::{
     fmt::Debug,
