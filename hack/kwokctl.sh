@@ -130,8 +130,8 @@ done
 state=$(sed 's/.*) //' "/proc/$(cat "$cluster_dir/pids/kcm-rs.pid")/stat" 2>/dev/null | cut -d' ' -f1 || true)
 [[ -n $state && $state != Z ]] ||
   fail "kcm-rs exited: $(kwokctl logs kcm-rs | tail -n 1)"
-# kube-controller-manager really runs without the three.
-grep -q -- '--controllers=\*,-deployment-controller,-replicaset-controller,-job-controller' \
+# kube-controller-manager really runs without the six.
+grep -q -- '--controllers=\*,-deployment-controller,-replicaset-controller,-replicationcontroller-controller,-job-controller,-cronjob-controller,-ttl-after-finished-controller' \
   <(tr '\0' ' ' </proc/"$(cat "$cluster_dir/pids/kube-controller-manager.pid")"/cmdline) ||
   fail "kube-controller-manager does not run with the recipe's --controllers"
 
@@ -161,13 +161,14 @@ kubectl wait --for=condition=Complete job/work --timeout="$wait" >/dev/null || f
 t3=$(now_ms)
 [[ $(kubectl get job work -o jsonpath='{.status.succeeded}') == 2 ]] || fail "the Job has not 2 succeeded pods"
 
-# kcm-rs did both: KCM reports the three controllers disabled, and every pod creation event of the Job
+# kcm-rs did both: KCM reports the six controllers disabled, and every pod creation event of the Job
 # and of the ReplicaSet names kcm-rs's identity as its reporting instance.
 # (Logs are read whole into variables: `kwokctl logs | grep -q` could end kwokctl with SIGPIPE, which
 # pipefail would count as a failure.)
 kcm_log=$(kwokctl logs kube-controller-manager)
 rs_log=$(kwokctl logs kcm-rs)
-for c in deployment-controller replicaset-controller job-controller; do
+for c in deployment-controller replicaset-controller replicationcontroller-controller job-controller \
+  cronjob-controller ttl-after-finished-controller; do
   grep -q "controller is disabled\" controller=\"$c\"" <<<"$kcm_log" ||
     fail "kube-controller-manager did not leave $c out"
 done

@@ -11,7 +11,7 @@
 #   3. deploy/kubeadm/kcm-rs.yaml mounts the kubeconfig KCM's static pod uses, at the same path.
 #   4. deploy/k3s/k3d.yaml goes through k3d's own loader (schema, environment expansion), processing
 #      and transformation into nodes (hack/recipes/k3dcheck.go, built against the pinned k3d module):
-#      the server's kube-controller-manager gets k3s's own --controllers without the three, a value the
+#      the server's kube-controller-manager gets k3s's own --controllers without the six, a value the
 #      pinned kube-controller-manager (the one k3s embeds at this version) accepts, and the server gets
 #      deploy/k3s/kcm-rs.yaml as a static pod, which differs from the kubeadm one in paths only.
 # The static pod itself runs in the image suite (e2e/tests/static_pod.rs, podman kube play) and its RBAC
@@ -25,8 +25,8 @@ source "$here/versions.env"
 cache=${KCM_RS_CACHE:-$HOME/.cache/kcm-rs}
 kubeadm=$cache/bin/kubeadm-$KUBE_VERSION/kubeadm
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
-# The value both recipes must give kube-controller-manager: kubeadm's own plus kcm-rs's three off.
-want_controllers='*,bootstrapsigner,tokencleaner,-deployment-controller,-replicaset-controller,-job-controller'
+# The value both recipes must give kube-controller-manager: kubeadm's own plus kcm-rs's six off.
+want_controllers='*,bootstrapsigner,tokencleaner,-deployment-controller,-replicaset-controller,-replicationcontroller-controller,-job-controller,-cronjob-controller,-ttl-after-finished-controller'
 
 log() { printf '[recipes] %s\n' "$*" >&2; }
 fail() { printf '[recipes] FAILED: %s\n' "$*" >&2; exit 1; }
@@ -104,7 +104,7 @@ log "kcm-rs.yaml: reads $kubeconfig as kube-controller-manager does"
 
 # k3d and k3s. k3s gives its embedded KCM `*,tokencleaner` and, with its cloud controller manager on
 # (the default), `-service,-route,-cloud-node-lifecycle`; the recipe must keep all that.
-k3s_controllers='*,tokencleaner,-service,-route,-cloud-node-lifecycle,-deployment-controller,-replicaset-controller,-job-controller'
+k3s_controllers='*,tokencleaner,-service,-route,-cloud-node-lifecycle,-deployment-controller,-replicaset-controller,-replicationcontroller-controller,-job-controller,-cronjob-controller,-ttl-after-finished-controller'
 k3d_out=$("$(checker k3dcheck "$K3D_VERSION")" deploy/k3s/k3d.yaml) || fail "k3d rejects deploy/k3s/k3d.yaml"
 got=$(sed -n 's/^arg\t--kube-controller-manager-arg=controllers=//p' <<<"$k3d_out")
 [[ $got == "$k3s_controllers" ]] || fail "k3d: the server's kube-controller-manager gets controllers='$got', want '$k3s_controllers'"
