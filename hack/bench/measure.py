@@ -153,7 +153,8 @@ def run_one(cluster, api, workload, impl, size, qps, burst):
             converge, lat = workload.run(api, ns, size, ev)
             time.sleep(2)
             cpu = ctl.cpu() - (0 if workload.cpu_from_start else ctl.cpu0)
-            result = dict(converge=converge, p50=percentile(lat, 50), p99=percentile(lat, 99), samples=len(lat),
+            result = dict(converge=converge, p50=percentile(lat, 50), p90=percentile(lat, 90),
+                          p99=percentile(lat, 99), samples=len(lat),
                           watch_gaps=sum(w.gaps for w in watches),
                           cpu=cpu, rss=ctl.status_mib("VmHWM"), rss_now=ctl.status_mib("VmRSS"))
         finally:

@@ -1,6 +1,7 @@
 """Figures into markdown: percentiles, the request rows from the audit log's counts, one table per
 workload and QPS pair, and the text that `--append` adds to a file or `--out` writes to a new one.
 Pure functions; nothing here talks to a cluster."""
+import json
 import os
 
 
@@ -84,6 +85,24 @@ def results_file(heading, command, runs):
     """What `--out` writes, a file of its own as in benches/results/: the pass as its title, the
     command that ran it, then each run's table one level down."""
     return f"# {heading}\n\n`{command}`\n\n" + "\n".join(table(*run, level=2) for run in runs)
+
+
+def perf_data(runs):
+    """clusterloader2's `PerfData` (version v1) for the pass's event -> action latencies, the format
+    its measurements and perfdash read: one data item per workload, QPS pair and controller, the
+    percentiles in milliseconds under clusterloader2's keys (Perc50, Perc90, Perc99), labelled with
+    what was measured. `runs` holds table()'s positional arguments."""
+    items = []
+    for title, latency, qps, burst, up, rs in runs:
+        for controller, figures in (("upstream", up), ("kcm-rs", rs)):
+            data = {key: round(figures[p] * 1000, 3) for key, p in
+                    (("Perc50", "p50"), ("Perc90", "p90"), ("Perc99", "p99")) if figures.get(p) is not None}
+            if not data:
+                continue
+            items.append({"data": data, "unit": "ms", "labels": {
+                "Metric": "EventToAction", "Workload": title, "Latency": latency, "QPS": f"{qps}/{burst}",
+                "Controller": controller, "Samples": str(figures["samples"])}})
+    return json.dumps({"version": "v1", "dataItems": items}, indent=1) + "\n"
 
 
 def unused_path(path):

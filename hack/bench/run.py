@@ -18,7 +18,7 @@ import time
 
 from api import Api, api_ok, free_port, log, wait_until
 from measure import Cluster, run_one
-from report import appended, results_file, table, unused_path
+from report import appended, perf_data, results_file, table, unused_path
 from workloads import SCALES, WORKLOADS
 
 
@@ -82,7 +82,10 @@ def main():
         command = f"hack/bench.sh --scale {args.scale} --qps {args.qps} --workloads {args.workloads}"
         with open(path, "w") as f:
             f.write(results_file(heading, command, runs))
-        log(f"tables written to {path}")
+        perf = os.path.splitext(path)[0] + ".perfdata.json"
+        with open(perf, "w") as f:
+            f.write(perf_data(runs))
+        log(f"tables written to {path}, clusterloader2 PerfData to {perf}")
 
 
 if __name__ == "__main__":

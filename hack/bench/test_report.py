@@ -5,12 +5,12 @@ import os
 import tempfile
 import unittest
 
-from report import appended, fmt, percentile, ratio, request_figures, results_file, table, unused_path
+from report import appended, fmt, perf_data, percentile, ratio, request_figures, results_file, table, unused_path
 
 
 def figures(**over):
     """run_one's dict for one process, with the request figures of a run that made no request."""
-    base = dict(converge=10.0, p50=0.2, p99=0.5, samples=20, watch_gaps=0, cpu=1.5, rss=80.0, rss_now=70.0,
+    base = dict(converge=10.0, p50=0.2, p90=0.4, p99=0.5, samples=20, watch_gaps=0, cpu=1.5, rss=80.0, rss_now=70.0,
                 **request_figures(collections.Counter()))
     base.update(over)
     return base
@@ -145,6 +145,27 @@ class Files(unittest.TestCase):
             self.assertEqual(unused_path(path), os.path.join(d, "2026-11-25-bench-e2e-2.md"))
             open(os.path.join(d, "2026-11-25-bench-e2e-2.md"), "w").close()
             self.assertEqual(unused_path(path), os.path.join(d, "2026-11-25-bench-e2e-3.md"))
+
+
+
+class PerfDataFile(unittest.TestCase):
+    def test_clusterloader2_v1_items_per_controller_in_milliseconds(self):
+        import json
+        runs = [("scale 0 -> 10", "pod created", 20, 30, figures(), figures(p50=0.1, p90=0.25, p99=0.3))]
+        doc = json.loads(perf_data(runs))
+        self.assertEqual(doc["version"], "v1")
+        items = doc["dataItems"]
+        self.assertEqual([i["labels"]["Controller"] for i in items], ["upstream", "kcm-rs"])
+        self.assertEqual(items[0]["data"], {"Perc50": 200.0, "Perc90": 400.0, "Perc99": 500.0})
+        self.assertEqual(items[1]["data"], {"Perc50": 100.0, "Perc90": 250.0, "Perc99": 300.0})
+        self.assertEqual(items[0]["unit"], "ms")
+        self.assertEqual(items[0]["labels"]["QPS"], "20/30")
+        self.assertEqual(items[0]["labels"]["Workload"], "scale 0 -> 10")
+
+    def test_a_run_without_samples_has_no_item(self):
+        import json
+        runs = [("w", "l", 20, 30, figures(p50=None, p90=None, p99=None, samples=0), figures())]
+        self.assertEqual(len(json.loads(perf_data(runs))["dataItems"]), 1)
 
 
 if __name__ == "__main__":
