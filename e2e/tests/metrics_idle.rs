@@ -15,7 +15,7 @@ async fn an_idle_kcm_rs_exports_every_workqueue_series_at_zero() {
         let namespace = format!("--namespace={}", ns.name);
         let args = ["--controllers=*", "--shadow", &namespace];
         let kcm = KcmRs::spawn(&cluster, "idle-metrics", &args, None);
-        for controller in ["replicaset", "deployment", "job", "ttl-after-finished"] {
+        for controller in ["replicaset", "deployment", "job", "ttl-after-finished", "cronjob"] {
             kcm.wait_log(
                 &format!("caches synced; starting workers controller=\"{controller}-controller\""),
                 Duration::from_secs(60),
@@ -30,6 +30,8 @@ async fn an_idle_kcm_rs_exports_every_workqueue_series_at_zero() {
             "job",
             "job_orphan_pod",
             "ttl_jobs_to_delete",
+            "cronjob",
+            "replicationmanager",
         ] {
             for series in [
                 "workqueue_depth",

@@ -28,6 +28,7 @@ pub async fn apply(ns: &TestNamespace, step: &Step) -> Applied {
     match step {
         Step::Deployment(s) => deployment(ns, s).await,
         Step::Job(s) => job(ns, s).await,
+        Step::ReplicationController(s) => super::replication::apply(ns, s).await,
     }
 }
 

@@ -1,6 +1,7 @@
 //! A seeded, randomized differential suite: the fixed scenarios only reach the orders of operations
-//! their authors thought of, so here a seed generates multi-step programs over a Deployment or a
-//! Job, which may end with a TTL after finishing ([`program`], [`generate`]), each program runs under upstream's controllers (reference mode)
+//! their authors thought of, so here a seed generates multi-step programs over a Deployment, a Job
+//! (which may end with a TTL after finishing) or a ReplicationController ([`program`], [`generate`],
+//! [`replication`]), each program runs under upstream's controllers (reference mode)
 //! and then under kcm-rs's (replace mode), and the two runs are compared step by step on a
 //! projection taken once each step has settled ([`projection`], [`settle`]). Throughout, invariants
 //! are checked on each watch event under both controllers ([`invariants`]), and the API server's
@@ -24,6 +25,7 @@ pub mod metrics;
 pub mod program;
 pub mod projection;
 pub mod ranking;
+pub mod replication;
 pub mod runner;
 pub mod settle;
 
@@ -39,13 +41,15 @@ use crate::{
 use program::Program;
 use runner::Run;
 
-/// kcm-rs runs the four controllers the programs need: a Deployment's rollout goes through its
+/// kcm-rs runs the five controllers the programs need: a Deployment's rollout goes through its
 /// ReplicaSet controller, a Job's TTL through the TTL-after-finished controller.
 const KCM_RS_ARGS: &[&str] = &[
-    "--controllers=deployment-controller,replicaset-controller,job-controller,ttl-after-finished-controller",
+    "--controllers=deployment-controller,replicaset-controller,replicationcontroller-controller,\
+     job-controller,ttl-after-finished-controller",
 ];
-/// The short run's size (`make test`): four programs side by side, two of each kind, each step
-/// taking 3 to 15 s to settle, so about a minute and a half per mode.
+/// The short run's size (`make test`): four programs side by side (four consecutive seeds: two
+/// Deployments, a Job and a ReplicationController), each step taking 3 to 15 s to settle, so about a
+/// minute and a half per mode.
 const PROGRAMS: usize = 4;
 const STEPS: usize = 6;
 

@@ -3,8 +3,9 @@
 
 use serde_json::{Value, json};
 
-/// A seeded program. Even seeds drive a Deployment, odd ones a Job, so that consecutive seeds
-/// alternate and one seed alone replays one program.
+/// A seeded program. Even seeds drive a Deployment, odd ones a Job, except one in four (3 modulo 4)
+/// a ReplicationController, so that consecutive seeds alternate and one seed alone replays one
+/// program.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Program {
     pub seed: u64,
@@ -15,6 +16,24 @@ pub struct Program {
 pub enum Step {
     Deployment(DeploymentStep),
     Job(JobStep),
+    ReplicationController(RcStep),
+}
+
+/// The steps over a ReplicationController (`super::replication`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RcStep {
+    Create {
+        replicas: i32,
+        min_ready_seconds: i32,
+    },
+    Scale(i32),
+    MinReadySeconds(i32),
+    /// Its first `n` running pods (by name) deleted.
+    DeletePods(usize),
+    /// The running pod picked by `which` relabelled out of the selector: released, then replaced.
+    ReleasePod {
+        which: usize,
+    },
 }
 
 /// A count or a percentage of replicas (an IntOrString).
@@ -236,10 +255,10 @@ impl Program {
 }
 
 pub(super) fn kind_of(seed: u64) -> Kind {
-    if seed.is_multiple_of(2) {
-        Kind::Deployment
-    } else {
-        Kind::Job
+    match seed % 4 {
+        0 | 2 => Kind::Deployment,
+        1 => Kind::Job,
+        _ => Kind::ReplicationController,
     }
 }
 
@@ -248,10 +267,12 @@ pub(super) fn kind_of(seed: u64) -> Kind {
 pub enum Kind {
     Deployment,
     Job,
+    ReplicationController,
 }
 
 pub const DEPLOYMENT: &str = "web";
 pub const JOB: &str = "job";
+pub const RC: &str = "rc";
 
 #[cfg(test)]
 mod tests {

@@ -49,6 +49,7 @@ pub const TRACKING: &str = "batch.kubernetes.io/job-tracking";
 pub struct Snapshot {
     pub deployment: Option<Deployment>,
     pub job: Option<Job>,
+    pub replication_controller: Option<k8s_openapi::api::core::v1::ReplicationController>,
     pub replica_sets: Vec<ReplicaSet>,
     pub pods: Vec<Pod>,
 }
@@ -84,6 +85,7 @@ pub fn project(s: &Snapshot, kind: Kind) -> Outcome {
     match kind {
         Kind::Deployment => deployment(s),
         Kind::Job => job(s),
+        Kind::ReplicationController => super::replication::project(s),
     }
 }
 
@@ -304,6 +306,7 @@ mod tests {
                 {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}
             ]))),
             job: None,
+            replication_controller: None,
             replica_sets: vec![
                 rs("web-abc", "u1", 1, 0, "nginx:1"),
                 rs("web-def", "u2", 2, 2, "nginx:2"),
@@ -321,6 +324,7 @@ mod tests {
                  "lastUpdateTime": "2026-02-02T00:00:00Z"}
             ]))),
             job: None,
+            replication_controller: None,
             replica_sets: vec![
                 rs("web-def", "v2", 2, 2, "nginx:2"),
                 rs("web-abc", "v1", 1, 0, "nginx:1"),

@@ -142,7 +142,9 @@ fn scaled(v: Option<&IntOrString>, replicas: i32, round_up: bool, default: i32) 
 /// The step's bounds, from the settled state it starts from.
 async fn bounds(ns: &TestNamespace, step: &Step) -> Bounds {
     match step {
-        Step::Deployment(DeploymentStep::DeleteReplicaSet { .. }) => Bounds::None,
+        Step::Deployment(DeploymentStep::DeleteReplicaSet { .. }) | Step::ReplicationController(_) => {
+            Bounds::None
+        }
         Step::Deployment(DeploymentStep::Create {
             replicas, strategy, ..
         }) => {

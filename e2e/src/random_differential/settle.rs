@@ -45,6 +45,9 @@ pub async fn read(ns: &TestNamespace, kind: Kind) -> Result<Snapshot, String> {
             s.replica_sets = ns.api::<ReplicaSet>().list(&lp).await.map_err(e)?.items;
         }
         Kind::Job => s.job = ns.api::<Job>().get_opt(JOB).await.map_err(e)?,
+        Kind::ReplicationController => {
+            s.replication_controller = ns.api().get_opt(super::program::RC).await.map_err(e)?;
+        }
     }
     Ok(s)
 }
@@ -104,6 +107,7 @@ pub fn unsettled(s: &Snapshot, kind: Kind) -> Vec<String> {
     match kind {
         Kind::Deployment => deployment_unsettled(s, &mut out),
         Kind::Job => job_unsettled(s, &mut out),
+        Kind::ReplicationController => super::replication::unsettled(s, &mut out),
     }
     out
 }
