@@ -37,13 +37,6 @@ pub struct ActiveReview {
 /// Reviews `cron_job`'s active list against `jobs`, the Jobs it controls.
 pub fn review_active(cron_job: &CronJob, jobs: &[Arc<Job>]) -> ActiveReview {
     let mut status = cron_job.status.clone().unwrap_or_default();
-    let listed = |status: &CronJobStatus, uid: Option<&str>| {
-        status
-            .active
-            .iter()
-            .flatten()
-            .any(|r| r.uid.as_deref() == uid && uid.is_some())
-    };
     let mut review = ActiveReview {
         status: status.clone(),
         events: Vec::new(),
@@ -98,6 +91,11 @@ pub fn review_active(cron_job: &CronJob, jobs: &[Arc<Job>]) -> ActiveReview {
         .collect();
     review.status = status;
     review
+}
+
+/// Whether `status.active` has the Job with this UID (upstream `inActiveList`).
+pub fn listed(status: &CronJobStatus, uid: Option<&str>) -> bool {
+    uid.is_some() && status.active.iter().flatten().any(|r| r.uid.as_deref() == uid)
 }
 
 /// An owned Job neither the cached nor the fresh CronJob lists (upstream does not adopt it).

@@ -141,20 +141,19 @@ impl CronJobController {
 
     /// One sync of the CronJob at `key`: `Ok(Some(d))` looks again after `d`, at its next slot.
     pub async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
-        let Some(cron_job) = self.cron_jobs.get(key.namespace(), key.name()) else {
+        let Some(mut cron_job) = self.cron_jobs.get(key.namespace(), key.name()) else {
             if let Some(state) = &self.shadow {
                 state.forget(COMPONENT, key.as_str());
             }
             return Ok(None);
         };
+        if self.ignore_suspend {
+            Arc::make_mut(&mut cron_job).spec.suspend = None;
+        }
         let jobs = self.jobs_of(&cron_job);
         let now = self.clock.now();
         if let Some(state) = &self.shadow {
-            let mut planned = (*cron_job).clone();
-            if self.ignore_suspend {
-                planned.spec.suspend = None;
-            }
-            let (differences, again) = shadow::differences(&planned, &jobs, now, &self.local);
+            let (differences, again) = shadow::differences(&cron_job, &jobs, now, &self.local);
             let fingerprint = controller::shadow::fingerprint(&*cron_job, &jobs);
             let settle = state
                 .observe_sync(&self.executor.client, COMPONENT, key, fingerprint, differences)

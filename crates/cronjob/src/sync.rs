@@ -17,7 +17,7 @@ use controller::pod_util::controller_of;
 use informer::ObjectKey;
 
 use crate::{
-    active::{ActiveReview, drop_missing, review_active, unexpected},
+    active::{self, ActiveReview, drop_missing, review_active, unexpected},
     decide::{Decision, decide},
     error::SyncError,
     executor::{Executor, REASON_FAILED_CREATE, REASON_FAILED_GET, job_reference},
@@ -125,11 +125,10 @@ impl Run<'_> {
     async fn review(&self, cron_job: &mut CronJob) -> Result<ActiveReview, SyncError> {
         let mut review = review_active(cron_job, self.jobs);
         if !review.unlisted.is_empty() {
-            let ns = cron_job.metadata.namespace.clone().unwrap_or_default();
-            let name = cron_job.metadata.name.clone().unwrap_or_default();
+            let ns = self.key.namespace().unwrap_or_default();
             let fresh = self
                 .executor
-                .get_cron_job(&ns, &name)
+                .get_cron_job(ns, self.key.name())
                 .await
                 .map_err(|source| self.api(source))?;
             if review.unlisted.iter().any(|j| listed(&fresh, j)) {
@@ -240,14 +239,10 @@ impl Run<'_> {
 
 /// Whether `cron_job`'s active list has `job`, by UID.
 fn listed(cron_job: &CronJob, job: &Job) -> bool {
-    let uid = job.metadata.uid.as_deref();
     cron_job
         .status
         .as_ref()
-        .and_then(|s| s.active.as_deref())
-        .unwrap_or_default()
-        .iter()
-        .any(|r| uid.is_some() && r.uid.as_deref() == uid)
+        .is_some_and(|s| active::listed(s, job.metadata.uid.as_deref()))
 }
 
 /// A requeue as the work queue takes it: a time already past means at once.

@@ -105,24 +105,22 @@ impl TtlAfterFinishedController {
             key: key.clone(),
             source,
         };
-        let Some(job) = self.jobs.get(key.namespace(), key.name()) else {
+        let Some(mut job) = self.jobs.get(key.namespace(), key.name()) else {
             if let Some(state) = &self.shadow {
                 state.forget(COMPONENT, key.as_str());
             }
             return Ok(None);
         };
-        if let Some(state) = &self.shadow {
-            let mut planned = (*job).clone();
-            if self.ignore_ttl_seconds
-                && let Some(spec) = planned.spec.as_mut()
-                && spec.ttl_seconds_after_finished.is_some()
-            {
-                spec.ttl_seconds_after_finished = Some(0);
-            }
-            let decision = decide(&planned, self.clock.now()).map_err(expiry)?;
-            return Ok(self.compare(state, key, &job, decision).await);
+        if self.ignore_ttl_seconds
+            && let Some(spec) = Arc::make_mut(&mut job).spec.as_mut()
+            && spec.ttl_seconds_after_finished.is_some()
+        {
+            spec.ttl_seconds_after_finished = Some(0);
         }
         let decision = decide(&job, self.clock.now()).map_err(expiry)?;
+        if let Some(state) = &self.shadow {
+            return Ok(self.compare(state, key, &job, decision).await);
+        }
         let Decision::Delete { .. } = decision else {
             return Ok(later(decision));
         };

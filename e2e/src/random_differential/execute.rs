@@ -32,11 +32,11 @@ pub async fn apply(ns: &TestNamespace, step: &Step) -> Applied {
     }
 }
 
-fn refused(what: &str, e: kube::Error) -> String {
+pub(super) fn refused(what: &str, e: kube::Error) -> String {
     format!("{what}: the API server refused it: {e}")
 }
 
-async fn merge<K>(api: &kube::Api<K>, name: &str, patch: Value) -> Applied
+pub(super) async fn merge<K>(api: &kube::Api<K>, name: &str, patch: Value) -> Applied
 where
     K: Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -183,7 +183,7 @@ async fn rollback(ns: &TestNamespace, back: usize) -> Applied {
 }
 
 /// Live pods (not finished, not being deleted, running), by completion index, then name.
-async fn live_pods(ns: &TestNamespace) -> Result<Vec<Pod>, String> {
+pub(super) async fn live_pods(ns: &TestNamespace) -> Result<Vec<Pod>, String> {
     let mut pods: Vec<Pod> = ns
         .api::<Pod>()
         .list(&ListParams::default())
@@ -205,7 +205,7 @@ async fn live_pods(ns: &TestNamespace) -> Result<Vec<Pod>, String> {
     Ok(pods)
 }
 
-async fn delete_pod(ns: &TestNamespace, p: &Pod) -> Result<(), String> {
+pub(super) async fn delete_pod(ns: &TestNamespace, p: &Pod) -> Result<(), String> {
     let name = p.metadata.name.clone().unwrap_or_default();
     match ns.api::<Pod>().delete(&name, &DeleteParams::default()).await {
         Ok(_) => Ok(()),

@@ -67,7 +67,7 @@ pub fn tracked(p: &Pod) -> bool {
 }
 
 /// "Type=Status (Reason)" of each condition, sorted by type.
-fn conditions<'a>(c: impl Iterator<Item = (&'a str, &'a str, Option<&'a str>)>) -> String {
+pub(super) fn conditions<'a>(c: impl Iterator<Item = (&'a str, &'a str, Option<&'a str>)>) -> String {
     let mut out: Vec<String> = c
         .map(|(t, s, r)| format!("{t}={s} ({})", r.unwrap_or("")))
         .collect();

@@ -4,21 +4,21 @@
 //! a sorted list, never by name.
 
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams, PostParams};
 use rand::{Rng as _, rngs::StdRng, seq::IndexedRandom as _};
 use serde_json::json;
 
 use super::{
-    execute::Applied,
+    execute::{Applied, delete_pod, live_pods, merge, refused},
     program::{MAX_REPLICAS, RC, RcStep, Step},
-    projection::Snapshot,
+    projection::{Snapshot, conditions},
 };
 use crate::{
     TestNamespace,
     differential::Outcome,
-    pods::{controller_uid, is_ready, phase},
+    pods::{controller_uid, is_ready},
     replicaset_scenarios::Replicas,
-    soak::pick,
+    soak::{is_active, pick},
 };
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -54,33 +54,15 @@ pub fn steps(rng: &mut StdRng, n: usize) -> Vec<Step> {
     out.into_iter().map(Step::ReplicationController).collect()
 }
 
-/// The RC's live, running pods, by name: any of them is as good as another.
+/// The RC's running pods (`execute::live_pods`' order): any of them is as good as another.
 async fn owned_pods(ns: &TestNamespace) -> Result<Vec<Pod>, String> {
-    let mut pods: Vec<Pod> = ns
-        .api::<Pod>()
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| e.to_string())?
-        .items
-        .into_iter()
-        .filter(|p| live(p) && phase(p) == "Running" && controller_uid(&p.metadata).is_some())
-        .collect();
-    pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let mut pods = live_pods(ns).await?;
+    pods.retain(|p| controller_uid(&p.metadata).is_some());
     Ok(pods)
 }
 
 pub async fn apply(ns: &TestNamespace, step: &RcStep) -> Applied {
     let api = ns.api::<ReplicationController>();
-    let refused = |what: &str, e: kube::Error| format!("the API server refused {what}: {e}");
-    let merge = |spec: serde_json::Value| {
-        let api = api.clone();
-        async move {
-            api.patch(RC, &PatchParams::default(), &Patch::Merge(&json!({"spec": spec})))
-                .await
-                .map(|_| "applied".to_owned())
-                .map_err(|e| refused("the patch", e))
-        }
-    };
     match step {
         RcStep::Create {
             replicas,
@@ -92,8 +74,8 @@ pub async fn apply(ns: &TestNamespace, step: &RcStep) -> Applied {
                 .map(|_| "applied".to_owned())
                 .map_err(|e| refused("creating the ReplicationController", e))
         }
-        RcStep::Scale(n) => merge(json!({"replicas": n})).await,
-        RcStep::MinReadySeconds(n) => merge(json!({"minReadySeconds": n})).await,
+        RcStep::Scale(n) => merge(&api, RC, json!({"spec": {"replicas": n}})).await,
+        RcStep::MinReadySeconds(n) => merge(&api, RC, json!({"spec": {"minReadySeconds": n}})).await,
         RcStep::DeletePods(n) => {
             let mut pods = owned_pods(ns).await?;
             pods.truncate(*n);
@@ -101,12 +83,7 @@ pub async fn apply(ns: &TestNamespace, step: &RcStep) -> Applied {
                 return Ok("skipped: no pod".into());
             }
             for p in &pods {
-                let name = p.metadata.name.clone().unwrap_or_default();
-                match ns.api::<Pod>().delete(&name, &DeleteParams::default()).await {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(s)) if s.code == 404 => {}
-                    Err(e) => return Err(refused("deleting a pod", e)),
-                }
+                delete_pod(ns, p).await?;
             }
             Ok(format!("deleted {} pods", pods.len()))
         }
@@ -127,10 +104,6 @@ pub async fn apply(ns: &TestNamespace, step: &RcStep) -> Applied {
     }
 }
 
-fn live(p: &Pod) -> bool {
-    p.metadata.deletion_timestamp.is_none() && !matches!(phase(p), "Succeeded" | "Failed")
-}
-
 fn owned_by(p: &Pod, rc: &ReplicationController) -> bool {
     controller_uid(&p.metadata).is_some() && controller_uid(&p.metadata) == rc.metadata.uid.as_deref()
 }
@@ -147,7 +120,7 @@ pub fn unsettled(s: &Snapshot, out: &mut Vec<String>) {
     if st.observed_generation != rc.metadata.generation {
         out.push("the generation not observed".into());
     }
-    let own = s.pods.iter().filter(|p| live(p) && owned_by(p, rc)).count();
+    let own = s.pods.iter().filter(|p| is_active(p) && owned_by(p, rc)).count();
     let figures = [
         st.replicas,
         st.ready_replicas.unwrap_or(0),
@@ -177,21 +150,17 @@ pub fn project(s: &Snapshot) -> Outcome {
     ] {
         o.insert(format!("status.{k}"), v.unwrap_or(0).to_string());
     }
-    let conditions: Vec<String> = st
-        .conditions
-        .iter()
-        .flatten()
-        .map(|c| format!("{}={} ({})", c.type_, c.status, c.reason.as_deref().unwrap_or("")))
-        .collect();
-    o.insert("status.conditions".into(), conditions.join(", "));
-    let own = s.pods.iter().filter(|p| live(p) && owned_by(p, rc));
+    let by_type = st.conditions.iter().flatten();
+    let by_type = by_type.map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_deref()));
+    o.insert("status.conditions".into(), conditions(by_type));
+    let own = s.pods.iter().filter(|p| is_active(p) && owned_by(p, rc));
     let ready = own.clone().filter(|p| is_ready(p)).count();
     o.insert("own live pods".into(), own.count().to_string());
     o.insert("own ready pods".into(), ready.to_string());
     let released = s
         .pods
         .iter()
-        .filter(|p| live(p) && controller_uid(&p.metadata).is_none())
+        .filter(|p| is_active(p) && controller_uid(&p.metadata).is_none())
         .count();
     o.insert("released live pods".into(), released.to_string());
     o

@@ -112,10 +112,6 @@ pub fn unsettled(s: &Snapshot, kind: Kind) -> Vec<String> {
     out
 }
 
-fn live(p: &Pod) -> bool {
-    p.metadata.deletion_timestamp.is_none() && !matches!(phase(p), "Succeeded" | "Failed")
-}
-
 fn deployment_unsettled(s: &Snapshot, out: &mut Vec<String>) {
     let Some(d) = &s.deployment else {
         out.push("no Deployment".into());
@@ -145,7 +141,7 @@ fn deployment_unsettled(s: &Snapshot, out: &mut Vec<String>) {
             new_size = Some(size);
         }
     }
-    let pods = s.pods.iter().filter(|p| live(p)).count();
+    let pods = s.pods.iter().filter(|p| crate::soak::is_active(p)).count();
     if i32::try_from(pods).ok() != Some(total) {
         out.push(format!("{pods} live pods for ReplicaSets of {total} in all"));
     }
@@ -231,7 +227,7 @@ fn job_unsettled(s: &Snapshot, out: &mut Vec<String>) {
     if uncounted > 0 || st.terminating.unwrap_or(0) > 0 {
         out.push(format!("{uncounted} uncounted, {:?} terminating", st.terminating));
     }
-    let live = i32::try_from(s.pods.iter().filter(|p| live(p)).count()).unwrap_or(i32::MAX);
+    let live = i32::try_from(s.pods.iter().filter(|p| crate::soak::is_active(p)).count()).unwrap_or(i32::MAX);
     let active = st.active.unwrap_or(0);
     let want = if has(j, "Complete") || has(j, "Failed") {
         0
