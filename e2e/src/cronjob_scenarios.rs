@@ -145,7 +145,29 @@ async fn status(ns: &TestNamespace, o: &mut Outcome) {
 }
 
 async fn events(ns: &TestNamespace, o: &mut Outcome) {
+    stop(ns).await;
     o.insert("event reasons".into(), event_reasons(ns).await);
+}
+
+/// Deletes the CronJob, so that no later slot (a minute boundary passing while the harness collects
+/// events and pods) adds a Job or an event depending on when the scenario started.
+async fn stop(ns: &TestNamespace) {
+    let _ = ns
+        .api::<CronJob>()
+        .delete(NAME, &DeleteParams::background())
+        .await;
+}
+
+/// Waits until the first Job's pod exists: the harness counts pods ever created.
+async fn first_pod(ns: &TestNamespace) {
+    wait_for("the first Job's pod", WAIT, || async {
+        if crate::pods::list(ns).await.is_empty() {
+            Err("no pod yet")
+        } else {
+            Ok(())
+        }
+    })
+    .await;
 }
 
 /// Allow, Jobs that run on: a second Job starts beside the first at the next minute.
@@ -301,6 +323,8 @@ fn time_zone(ns: TestNamespace) -> Run {
         let mut o = Outcome::new();
         create(&ns, EVERY_MINUTE, FOREVER, json!({"timeZone": "Asia/Kolkata"})).await;
         active_until(&ns, "a first Job", |a| a.len() == 1).await;
+        first_pod(&ns).await;
+        stop(&ns).await;
         o.insert("job".into(), describe(&jobs(&ns).await[0]));
         o
     }
@@ -321,6 +345,8 @@ fn every_seconds(ns: TestNamespace) -> Run {
             (last.as_second() - created.as_second()).to_string(),
         );
         o.insert("job".into(), describe(&jobs(&ns).await[0]));
+        first_pod(&ns).await;
+        stop(&ns).await;
         o
     }
     .boxed()
