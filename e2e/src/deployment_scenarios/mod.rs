@@ -197,6 +197,12 @@ fn progress_deadline(ns: TestNamespace) -> Run {
             condition(d, "Progressing").as_deref() == Some("False (ProgressDeadlineExceeded)")
         })
         .await;
+        // The deadline passes whether or not KWOK has started the pods yet (on a loaded plane it
+        // may not have); the outcome counts pods by phase, so it waits for both to run.
+        wait_pods(&ns, "two running pods", |p| {
+            p.len() == 2 && p.iter().all(|p| phase(p) == "Running")
+        })
+        .await;
         outcome(&ns, "web").await
     }
     .boxed()
