@@ -6,11 +6,14 @@
 
 use std::{sync::Arc, time::Duration};
 
-use informer::{ObjectKey, SharedInformerFactory, WorkQueue};
-use kube::Client;
+use informer::{InformerOptions, ObjectKey, SharedInformer, SharedInformerFactory, WorkQueue};
+use k8s_openapi::NamespaceResourceScope;
+use kube::{Client, Resource};
+use serde::de::DeserializeOwned;
 
 use crate::{
-    ControllerMetrics, EventRecorder, FeatureGates, Wiring, shadow::ShadowState, skeleton::Controller,
+    ControllerMetrics, EventRecorder, FeatureGates, OWNER_INDEX, Wiring, owner_index, shadow::ShadowState,
+    skeleton::Controller,
 };
 
 /// Concurrent syncs of each workload controller: KCM's default for `--concurrent-deployment-syncs`,
@@ -43,6 +46,29 @@ impl CommonOptions {
             resync_period: None,
         }
     }
+}
+
+/// A namespaced kind the shared factory can list, watch and cache.
+pub trait Namespaced:
+    Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Namespaced for K where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
 }
 
 /// What a controller is built from.
@@ -85,12 +111,26 @@ impl<'a> Context<'a> {
     /// these options.
     pub fn wiring(&self, queue_name: &'static str) -> (WorkQueue<ObjectKey>, Wiring) {
         let queue = WorkQueue::named(queue_name, self.metrics);
-        let wiring = Wiring::new(
-            queue.clone(),
-            self.options.workers,
-            self.metrics.sync_metrics(queue_name),
-        );
-        (queue, wiring)
+        (queue.clone(), self.wiring_of(queue_name, queue))
+    }
+
+    /// [`Self::wiring`] over a queue the controller made itself (with a rate limiter of its own).
+    pub fn wiring_of(&self, queue_name: &'static str, queue: WorkQueue<ObjectKey>) -> Wiring {
+        Wiring::new(queue, self.options.workers, self.metrics.sync_metrics(queue_name))
+            .with_resync(self.options.resync_period)
+    }
+
+    /// The shared informer of a namespaced kind, over the namespaces this process serves.
+    pub fn informer<K: Namespaced>(&self) -> SharedInformer<K> {
+        self.factory.namespaced(InformerOptions::default())
+    }
+
+    /// [`Self::informer`] of a kind a controller finds its own objects of (pods, ReplicaSets): its
+    /// store also indexes each object by its controller's UID ([`OWNER_INDEX`]).
+    pub fn owned_informer<K: Namespaced>(&self) -> SharedInformer<K> {
+        let informer = self.informer::<K>();
+        informer.store().add_index(OWNER_INDEX, owner_index());
+        informer
     }
 
     /// A recorder writing events from `component` through this context's client.

@@ -4,8 +4,9 @@
 //! Start here: [`Controller`] and [`run`] (`skeleton.rs`) are how every controller runs: wait for the
 //! handlers' initial lists, run the workers ([`run_workers`]: panic isolation, a bounded drain).
 //! [`Build`] is how every controller is made, from one [`Context`] (`context.rs`). A controller
-//! crate supplies its informers and handlers (in a [`Wiring`]) and a sync, which plans
-//! with what this crate decides and executes with what it writes:
+//! crate supplies its informers and handlers (in a [`Wiring`]) and the [`Steps`] of its sync, which
+//! [`sync`] (`steps.rs`) runs in the one order; it plans with what this crate decides and executes
+//! with what it writes:
 //! - deciding, pure: claims over candidates ([`plan_claims`], [`decide`]), the scale-down ranking
 //!   ([`pods_to_delete`]), slow start, pod predicates (`pod_util`), expectations, feature gates;
 //! - finding: the owner index and candidates (`owners.rs`);
@@ -36,6 +37,7 @@ mod ref_manager;
 pub mod shadow;
 mod skeleton;
 mod slow_start;
+mod steps;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod worker;
@@ -59,5 +61,6 @@ pub use ranking::{RankingOptions, pods_to_delete, pods_to_delete_with};
 pub use ref_manager::{Claim, ClaimPlan, Owner, adopt_patch, decide, plan_claims, release_patch};
 pub use skeleton::{Controller, StartGate, Started, Wiring, run, run_gated, spawn, spawn_gated};
 pub use slow_start::slow_start_batch;
+pub use steps::{Comparison, Decided, FreshCheck, Steps, sync};
 pub use worker::{DEFAULT_DRAIN_TIMEOUT, Reconciler, WorkerOptions, run_workers};
 pub use writes::Written;

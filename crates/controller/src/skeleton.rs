@@ -8,10 +8,12 @@
 //! [`spawn`], whose [`Started`] carries what the health checks and the shutdown need, or with
 //! [`spawn_gated`], whose workers also wait for a condition of the binary's (a shard's write fence).
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use futures::future::BoxFuture;
-use informer::{HandlerRegistration, HasSynced, ObjectKey, WorkQueue, wait_for_cache_sync};
+use informer::{
+    EventHandler, HandlerRegistration, HasSynced, ObjectKey, SharedInformer, WorkQueue, wait_for_cache_sync,
+};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -63,6 +65,8 @@ pub struct Wiring {
     metrics: Arc<dyn SyncMetrics>,
     /// Flushed once the workers have drained, before the controller's task ends.
     events: Option<EventRecorder>,
+    /// The handlers' resync period ([`crate::CommonOptions::resync_period`]).
+    resync: Option<Duration>,
 }
 
 impl std::fmt::Debug for Wiring {
@@ -82,7 +86,15 @@ impl Wiring {
             workers,
             metrics,
             events: None,
+            resync: None,
         }
+    }
+
+    /// Handlers registered with [`Self::watch`] are replayed every cached object every `period`.
+    #[must_use]
+    pub fn with_resync(mut self, period: Option<Duration>) -> Self {
+        self.resync = period;
+        self
     }
 
     /// The recorder whose queued events are written before the controller's task ends on shutdown.
@@ -95,6 +107,15 @@ impl Wiring {
     /// Adds a handler registration whose initial sync gates the workers.
     pub fn register(&mut self, registration: HandlerRegistration) {
         self.registrations.push(registration);
+    }
+
+    /// Registers `handler` on `informer` with the resync period, its initial sync gating the workers.
+    pub fn watch<K>(&mut self, informer: &SharedInformer<K>, handler: impl EventHandler<K>)
+    where
+        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    {
+        let registration = informer.add_event_handler(handler, self.resync);
+        self.register(registration);
     }
 
     pub fn has_synced(&self) -> bool {

@@ -1,13 +1,13 @@
 //! Wiring (the CronJob and Job informers and their handlers, the work queue, the workers) and the
-//! entry of a sync (upstream `ControllerV2`).
+//! steps of a sync (upstream `ControllerV2`).
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use controller::{
-    Build, Clock, Context, Controller, EventRecorder, Reconciler, SystemClock, Wiring,
+    Build, Clock, Comparison, Context, Controller, Decided, EventRecorder, Steps, SystemClock, Wiring,
     pod_util::controller_of, shadow::ShadowState,
 };
-use informer::{InformerOptions, LabelMatcher, Lister, ObjectKey};
+use informer::{LabelMatcher, Lister, ObjectKey};
 use jiff::tz::TimeZone;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 
@@ -105,8 +105,8 @@ impl Build for CronJobController {
 
 impl CronJobController {
     fn with_recorder(cx: Context<'_>, recorder: EventRecorder, options: CronJobOptions) -> Self {
-        let cron_jobs = cx.factory.namespaced::<CronJob>(InformerOptions::default());
-        let jobs = cx.factory.namespaced::<Job>(InformerOptions::default());
+        let cron_jobs = cx.informer::<CronJob>();
+        let jobs = cx.informer::<Job>();
         let (queue, wiring) = cx.wiring(QUEUE_NAME);
         let mut wiring = wiring.with_events(recorder.clone());
         let executor = Arc::new(Executor {
@@ -124,9 +124,8 @@ impl CronJobController {
             local: options.local.clone(),
             executor: executor.clone(),
         };
-        let resync = cx.options.resync_period;
-        wiring.register(cron_jobs.add_event_handler(on_cron_jobs, resync));
-        wiring.register(jobs.add_event_handler(on_jobs, resync));
+        wiring.watch(&cron_jobs, on_cron_jobs);
+        wiring.watch(&jobs, on_jobs);
         Self {
             wiring,
             cron_jobs: cron_jobs.lister(),
@@ -137,40 +136,6 @@ impl CronJobController {
             ignore_suspend: options.ignore_suspend,
             shadow: None,
         }
-    }
-
-    /// One sync of the CronJob at `key`: `Ok(Some(d))` looks again after `d`, at its next slot.
-    pub async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
-        let Some(mut cron_job) = self.cron_jobs.get(key.namespace(), key.name()) else {
-            if let Some(state) = &self.shadow {
-                state.forget(COMPONENT, key.as_str());
-            }
-            return Ok(None);
-        };
-        if self.ignore_suspend {
-            Arc::make_mut(&mut cron_job).spec.suspend = None;
-        }
-        let jobs = self.jobs_of(&cron_job);
-        let now = self.clock.now();
-        if let Some(state) = &self.shadow {
-            let (differences, again) = shadow::differences(&cron_job, &jobs, now, &self.local);
-            let fingerprint = controller::shadow::fingerprint(&*cron_job, &jobs);
-            let settle = state
-                .observe_sync(&self.executor.client, COMPONENT, key, fingerprint, differences)
-                .await;
-            return Ok(match (again, settle) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            });
-        }
-        let run = Run {
-            executor: &self.executor,
-            key,
-            jobs: &jobs,
-            now,
-            local: &self.local,
-        };
-        run.sync(&cron_job).await
     }
 
     /// The Jobs of the CronJob's namespace whose controller reference names it (upstream
@@ -194,10 +159,65 @@ impl Controller for CronJobController {
     }
 }
 
-impl Reconciler for CronJobController {
+/// What a CronJob's sync decides on: the CronJob, its Jobs and the time. The decision itself is
+/// made as it is carried out ([`Run`]): upstream reads the active Jobs afresh in between.
+#[derive(Debug)]
+pub struct Snapshot {
+    cron_job: Arc<CronJob>,
+    jobs: Vec<Arc<Job>>,
+    now: jiff::Timestamp,
+}
+
+impl Steps for CronJobController {
+    const NAME: &'static str = COMPONENT;
+    type Object = CronJob;
+    type Plan = Snapshot;
     type Error = SyncError;
 
-    fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, SyncError>> + Send {
-        CronJobController::sync(self, key)
+    fn get(&self, key: &ObjectKey) -> Option<Arc<CronJob>> {
+        let mut cron_job = self.cron_jobs.get(key.namespace(), key.name())?;
+        if self.ignore_suspend {
+            Arc::make_mut(&mut cron_job).spec.suspend = None;
+        }
+        Some(cron_job)
+    }
+
+    fn shadow(&self) -> Option<&ShadowState> {
+        self.shadow.as_deref()
+    }
+
+    fn client(&self) -> &kube::Client {
+        &self.executor.client
+    }
+
+    fn decide(&self, _: &ObjectKey, cron_job: Arc<CronJob>) -> Result<Decided<Snapshot>, SyncError> {
+        let jobs = self.jobs_of(&cron_job);
+        Ok(Decided::Plan(Snapshot {
+            cron_job,
+            jobs,
+            now: self.clock.now(),
+        }))
+    }
+
+    /// The Jobs and status the CronJob would get, against upstream's; the next slot is looked at
+    /// whatever the comparison finds.
+    fn compare(&self, _: &ObjectKey, s: Snapshot) -> Comparison {
+        let (differences, again) = shadow::differences(&s.cron_job, &s.jobs, s.now, &self.local);
+        Comparison {
+            fingerprint: controller::shadow::fingerprint(&*s.cron_job, &s.jobs),
+            differences,
+            again,
+        }
+    }
+
+    async fn execute(&self, key: &ObjectKey, s: Snapshot) -> Result<Option<Duration>, SyncError> {
+        let run = Run {
+            executor: &self.executor,
+            key,
+            jobs: &s.jobs,
+            now: s.now,
+            local: &self.local,
+        };
+        run.sync(&s.cron_job).await
     }
 }

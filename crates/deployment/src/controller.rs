@@ -2,15 +2,16 @@
 //! `syncDeployment`'s entry).
 
 use controller::compact_pod::Pod;
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use controller::Build;
+use controller::Comparison;
 use controller::Context;
 use controller::Controller;
+use controller::Decided;
 use controller::EventRecorder;
-use controller::OWNER_INDEX;
 use controller::Owner;
-use controller::Reconciler;
+use controller::Steps;
 use controller::SystemClock;
 use controller::Wiring;
 use controller::candidates;
@@ -18,15 +19,18 @@ use controller::controlled_by;
 use controller::events::TYPE_WARNING;
 use controller::features::FeatureGates;
 use controller::object_reference;
-use controller::owner_index;
 use controller::shadow::ShadowState;
-use informer::{InformerOptions, ObjectKey, SharedInformer};
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use informer::{ObjectKey, SharedInformer};
+use k8s_openapi::{
+    api::apps::v1::{Deployment, ReplicaSet},
+    jiff::Timestamp,
+};
+use tokio::time::Instant;
 
 use crate::{
     executor::{Executor, SyncError},
     handlers::{DeploymentHandler, Handlers, PodHandler, ReplicaSetHandler},
-    plan::{PlanError, SyncInput, plan_sync_with},
+    plan::{PlanError, SyncInput, SyncPlan, plan_sync_with},
     shadow,
 };
 
@@ -89,11 +93,9 @@ impl Build for DeploymentController {
 
 impl DeploymentController {
     fn with_recorder(cx: Context<'_>, recorder: EventRecorder, options: DeploymentOptions) -> Self {
-        let deployments = cx.factory.namespaced::<Deployment>(InformerOptions::default());
-        let replica_sets = cx.factory.namespaced::<ReplicaSet>(InformerOptions::default());
-        let pods = cx.factory.namespaced::<Pod>(InformerOptions::default());
-        replica_sets.store().add_index(OWNER_INDEX, owner_index());
-        pods.store().add_index(OWNER_INDEX, owner_index());
+        let deployments = cx.informer::<Deployment>();
+        let replica_sets = cx.owned_informer::<ReplicaSet>();
+        let pods = cx.owned_informer::<Pod>();
         let (queue, wiring) = cx.wiring(QUEUE_NAME);
         let handlers = Handlers {
             deployments: deployments.lister(),
@@ -101,10 +103,9 @@ impl DeploymentController {
             queue,
         };
         let mut wiring = wiring.with_events(recorder.clone());
-        let resync = cx.options.resync_period;
-        wiring.register(deployments.add_event_handler(DeploymentHandler(handlers.clone()), resync));
-        wiring.register(replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), resync));
-        wiring.register(pods.add_event_handler(PodHandler(handlers.clone()), resync));
+        wiring.watch(&deployments, DeploymentHandler(handlers.clone()));
+        wiring.watch(&replica_sets, ReplicaSetHandler(handlers.clone()));
+        wiring.watch(&pods, PodHandler(handlers.clone()));
         let executor = Executor {
             client: cx.client,
             recorder,
@@ -123,85 +124,25 @@ impl DeploymentController {
         }
     }
 
-    /// One sync of the Deployment at `key` (upstream `syncDeployment`).
-    pub async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
-        let started = tokio::time::Instant::now();
-        let Some(mut d) = self.handlers.deployments.get(key.namespace(), key.name()) else {
-            if let Some(state) = &self.shadow {
-                state.forget(COMPONENT, key.as_str());
-            }
-            return Ok(None);
-        };
-        if self.options.ignore_paused
-            && let Some(spec) = Arc::make_mut(&mut d).spec.as_mut()
-        {
-            spec.paused = Some(false);
-        }
-        let candidates = candidates(self.replica_sets.store(), &*d);
+    /// The plan for `d` over `replica_sets`, its candidates; a Deployment that cannot be planned
+    /// for is reported and gets `None`.
+    fn plan(
+        &self,
+        key: &ObjectKey,
+        d: &Deployment,
+        replica_sets: &[Arc<ReplicaSet>],
+        now: Timestamp,
+    ) -> Option<SyncPlan> {
         let pods_of = |uid: &str| controlled_by(self.pods.store(), uid);
         let input = SyncInput {
-            deployment: &d,
-            replica_sets: &candidates,
+            deployment: d,
+            replica_sets,
             pods_of: &pods_of,
-            now: self.executor.clock.now(),
+            now,
         };
-        let plan = match plan_sync_with(&input, self.features) {
-            Ok(plan) => plan,
-            Err(e) => {
-                self.report(&d, key, &e);
-                return Ok(None);
-            }
-        };
-        if let Some(state) = &self.shadow {
-            let differences = shadow::differences(&d, &plan);
-            let fingerprint = controller::shadow::fingerprint(&*d, &candidates);
-            return Ok(state
-                .observe_sync(&self.executor.client, COMPONENT, key, fingerprint, differences)
-                .await);
-        }
-        let gone = self.executor.claim(&plan.key, &plan.owner, &plan.claims).await?;
-        let plan = if gone.is_empty() {
-            plan
-        } else {
-            // The plan counted these orphans as adopted; they were deleted before they could be.
-            let kept: Vec<Arc<ReplicaSet>> = candidates
-                .iter()
-                .filter(|rs| {
-                    !gone
-                        .iter()
-                        .any(|uid| rs.metadata.uid.as_deref() == Some(uid.as_str()))
-                })
-                .cloned()
-                .collect();
-            let input = SyncInput {
-                replica_sets: &kept,
-                ..input
-            };
-            match plan_sync_with(&input, self.features) {
-                Ok(plan) => plan,
-                Err(e) => {
-                    self.report(&d, key, &e);
-                    return Ok(None);
-                }
-            }
-        };
-        if tracing::enabled!(tracing::Level::DEBUG)
-            && let crate::plan::Decision::Sync(a) = &plan.decision
-        {
-            tracing::debug!(
-                deployment = %key,
-                resource_version = ?d.metadata.resource_version,
-                paused = crate::spec::paused(&d),
-                replica_sets = candidates.len(),
-                create = ?a.create.as_ref().map(|c| crate::replica_sets::name(&c.rs).to_owned()),
-                updates = a.updates.len(),
-                status = a.status.is_some(),
-                "planned"
-            );
-        }
-        let result = self.executor.execute(&d, plan).await;
-        tracing::debug!(deployment = %key, elapsed = ?started.elapsed(), "finished syncing");
-        result
+        plan_sync_with(&input, self.features)
+            .inspect_err(|e| self.report(d, key, e))
+            .ok()
     }
 
     /// A Deployment that cannot be planned for: logged and told in an event, not retried.
@@ -228,10 +169,109 @@ impl Controller for DeploymentController {
     }
 }
 
-impl Reconciler for DeploymentController {
+/// A plan, with what it was made from.
+#[derive(Debug)]
+pub struct Planned {
+    d: Arc<Deployment>,
+    candidates: Vec<Arc<ReplicaSet>>,
+    plan: SyncPlan,
+    now: Timestamp,
+    started: Instant,
+}
+
+impl Steps for DeploymentController {
+    const NAME: &'static str = COMPONENT;
+    type Object = Deployment;
+    type Plan = Planned;
     type Error = SyncError;
 
-    fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, SyncError>> + Send {
-        DeploymentController::sync(self, key)
+    fn get(&self, key: &ObjectKey) -> Option<Arc<Deployment>> {
+        let mut d = self.handlers.deployments.get(key.namespace(), key.name())?;
+        if self.options.ignore_paused
+            && let Some(spec) = Arc::make_mut(&mut d).spec.as_mut()
+        {
+            spec.paused = Some(false);
+        }
+        Some(d)
+    }
+
+    fn shadow(&self) -> Option<&ShadowState> {
+        self.shadow.as_deref()
+    }
+
+    fn client(&self) -> &kube::Client {
+        &self.executor.client
+    }
+
+    /// Upstream `syncDeployment` up to its writes, the claims as data.
+    fn decide(&self, key: &ObjectKey, d: Arc<Deployment>) -> Result<Decided<Planned>, SyncError> {
+        let started = Instant::now();
+        let candidates = candidates(self.replica_sets.store(), &*d);
+        let now = self.executor.clock.now();
+        let Some(plan) = self.plan(key, &d, &candidates, now) else {
+            return Ok(Decided::Nothing(None));
+        };
+        Ok(Decided::Plan(Planned {
+            d,
+            candidates,
+            plan,
+            now,
+            started,
+        }))
+    }
+
+    fn compare(&self, _: &ObjectKey, p: Planned) -> Comparison {
+        Comparison {
+            differences: shadow::differences(&p.d, &p.plan),
+            fingerprint: controller::shadow::fingerprint(&*p.d, &p.candidates),
+            again: None,
+        }
+    }
+
+    /// Claims first; a plan that counted an orphan adopted is made again without it if it was
+    /// deleted before it could be.
+    async fn execute(&self, key: &ObjectKey, p: Planned) -> Result<Option<Duration>, SyncError> {
+        let Planned {
+            d,
+            candidates,
+            plan,
+            now,
+            started,
+        } = p;
+        let gone = self.executor.claim(key, &plan.owner, &plan.claims).await?;
+        let plan = if gone.is_empty() {
+            plan
+        } else {
+            let kept: Vec<Arc<ReplicaSet>> = candidates
+                .iter()
+                .filter(|rs| {
+                    !gone
+                        .iter()
+                        .any(|uid| rs.metadata.uid.as_deref() == Some(uid.as_str()))
+                })
+                .cloned()
+                .collect();
+            let Some(plan) = self.plan(key, &d, &kept, now) else {
+                return Ok(None);
+            };
+            plan
+        };
+        if tracing::enabled!(tracing::Level::DEBUG)
+            && let crate::plan::Decision::Sync(a) = &plan.decision
+        {
+            tracing::debug!(
+                deployment = %key,
+                resource_version = ?d.metadata.resource_version,
+                paused = crate::spec::paused(&d),
+                replica_sets = candidates.len(),
+                create = ?a.create.as_ref().map(|c| crate::replica_sets::name(&c.rs).to_owned()),
+                updates = a.updates.len(),
+                status = a.status.is_some(),
+                "planned"
+            );
+        }
+        let result = self.executor.execute(key, &d, plan).await;
+        tracing::debug!(deployment = %key, elapsed = ?started.elapsed(), "finished syncing");
+        result
     }
 }

@@ -72,10 +72,13 @@ impl std::fmt::Debug for Executor {
 impl Executor {
     /// Carries out `plan`'s decision for `d`, its claims made already ([`Self::claim`]); returns
     /// when to sync again.
-    pub async fn execute(&self, d: &Deployment, plan: SyncPlan) -> Result<Option<Duration>, SyncError> {
-        let SyncPlan {
-            key, owner, decision, ..
-        } = plan;
+    pub async fn execute(
+        &self,
+        key: &ObjectKey,
+        d: &Deployment,
+        plan: SyncPlan,
+    ) -> Result<Option<Duration>, SyncError> {
+        let SyncPlan { owner, decision, .. } = plan;
         let reference = object_reference(&owner);
         match decision {
             Decision::SelectingAll { observed } => {
@@ -87,11 +90,11 @@ impl Executor {
                 );
                 if let Some(w) = observed {
                     // Upstream ignores this write's outcome too.
-                    let _ = self.write_status(&key, &w).await;
+                    let _ = self.write_status(key, &w).await;
                 }
                 Ok(None)
             }
-            Decision::Sync(actions) => self.apply(&key, &owner, d, *actions).await,
+            Decision::Sync(actions) => self.apply(key, &owner, d, *actions).await,
         }
     }
 

@@ -109,7 +109,6 @@ pub enum Decision {
 /// The whole plan of one sync.
 #[derive(Debug)]
 pub struct SyncPlan {
-    pub key: ObjectKey,
     pub owner: Owner,
     pub claims: ClaimPlan<ReplicaSet>,
     pub decision: Decision,
@@ -135,7 +134,6 @@ pub fn plan_sync(input: &SyncInput<'_>) -> Result<SyncPlan, PlanError> {
 /// [`plan_sync`] under the feature gates `features`.
 pub fn plan_sync_with(input: &SyncInput<'_>, features: FeatureGates) -> Result<SyncPlan, PlanError> {
     let d = input.deployment;
-    let key = ObjectKey::of(d);
     let owner = Owner::of(d);
     if spec::selects_everything(d) {
         let behind = d.status.as_ref().and_then(|s| s.observed_generation).unwrap_or(0) < spec::generation(d);
@@ -145,7 +143,6 @@ pub fn plan_sync_with(input: &SyncInput<'_>, features: FeatureGates) -> Result<S
             Box::new(w)
         });
         return Ok(SyncPlan {
-            key,
             owner,
             claims: ClaimPlan::default(),
             decision: Decision::SelectingAll { observed },
@@ -153,13 +150,13 @@ pub fn plan_sync_with(input: &SyncInput<'_>, features: FeatureGates) -> Result<S
     }
     let matcher =
         LabelMatcher::from_selector(spec::selector(d)).map_err(|source| PlanError::InvalidSelector {
-            key: key.clone(),
+            key: ObjectKey::of(d),
             source,
         })?;
     let claims = plan_claims(&owner, &matcher, input.replica_sets);
     let owned = claims.claimed_in_order(input.replica_sets);
     let strategy_error = |source| PlanError::Strategy {
-        key: key.clone(),
+        key: ObjectKey::of(d),
         source,
     };
     let mut w = Work::new(d, owned, input.now);
@@ -167,7 +164,6 @@ pub fn plan_sync_with(input: &SyncInput<'_>, features: FeatureGates) -> Result<S
     steps(&mut w, input).map_err(strategy_error)?;
     let actions = into_actions(w);
     Ok(SyncPlan {
-        key,
         owner,
         claims,
         decision: Decision::Sync(Box::new(actions)),

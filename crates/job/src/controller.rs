@@ -13,19 +13,15 @@ use controller::Expectations;
 use controller::FeatureGates;
 use controller::KubePodControl;
 use controller::NoWrites;
-use controller::OWNER_INDEX;
 use controller::PodControl;
 use controller::Reconciler;
 use controller::SystemClock;
 use controller::Wiring;
 use controller::WorkerOptions;
-use controller::owner_index;
 use controller::run_workers;
 use controller::shadow::ShadowState;
 use futures::{FutureExt as _, future::BoxFuture};
-use informer::{
-    InformerOptions, ObjectKey, SharedInformer, WorkQueue, workqueue::ItemExponentialRateLimiter,
-};
+use informer::{SharedInformer, WorkQueue, workqueue::ItemExponentialRateLimiter};
 use k8s_openapi::api::batch::v1::Job;
 use tokio_util::sync::CancellationToken;
 
@@ -135,9 +131,8 @@ impl Build for JobController<KubePodControl> {
 impl<P: PodControl> JobController<P> {
     /// A controller writing pods through `control` and events to `recorder`.
     pub fn with_control(cx: Context<'_>, control: P, recorder: EventRecorder, options: JobOptions) -> Self {
-        let jobs = cx.factory.namespaced::<Job>(InformerOptions::default());
-        let pods = cx.factory.namespaced::<Pod>(InformerOptions::default());
-        pods.store().add_index(OWNER_INDEX, owner_index());
+        let jobs = cx.informer::<Job>();
+        let pods = cx.owned_informer::<Pod>();
         let clock: Arc<dyn controller::Clock> = Arc::new(SystemClock);
         let queue = WorkQueue::with_limiter(
             ItemExponentialRateLimiter::new(API_BACKOFF_BASE, API_BACKOFF_MAX),
@@ -160,11 +155,9 @@ impl<P: PodControl> JobController<P> {
             backoff: Arc::new(BackoffStore::default()),
             finished: Arc::default(),
         };
-        let sync_metrics = cx.metrics.sync_metrics(QUEUE_NAME);
-        let mut wiring = Wiring::new(queue, cx.options.workers, sync_metrics).with_events(recorder.clone());
-        let resync = cx.options.resync_period;
-        wiring.register(jobs.add_event_handler(JobHandler(handlers.clone()), resync));
-        wiring.register(pods.add_event_handler(PodHandler(handlers.clone()), resync));
+        let mut wiring = cx.wiring_of(QUEUE_NAME, queue).with_events(recorder.clone());
+        wiring.watch(&jobs, JobHandler(handlers.clone()));
+        wiring.watch(&pods, PodHandler(handlers.clone()));
         let executor = Executor {
             control,
             client: cx.client,
@@ -189,15 +182,6 @@ impl<P: PodControl> JobController<P> {
         }
     }
 
-    /// A Job that is gone or not ours: nothing of it stands in shadow mode (a divergence reported
-    /// while it ran is over). A finished Job is still compared, on its final status.
-    fn forget_shadow(&self, key: &ObjectKey) {
-        if let Some(s) = &self.shadow {
-            s.state.forget(COMPONENT, key.as_str());
-            s.finishes.forget(key.as_str());
-        }
-    }
-
     /// One item of the orphan queue (upstream `syncOrphanPod`); see `orphans.rs`.
     pub async fn sync_orphan(&self, key: &OrphanKey) -> Result<Option<Duration>, SyncError> {
         let cleaner = OrphanCleaner {
@@ -207,14 +191,6 @@ impl<P: PodControl> JobController<P> {
             read_only: self.shadow.is_some(),
         };
         cleaner.sync(key).await.map(|()| None)
-    }
-}
-
-impl<P: PodControl> Reconciler for JobController<P> {
-    type Error = SyncError;
-
-    fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, SyncError>> + Send {
-        JobController::sync(self, key)
     }
 }
 
@@ -250,7 +226,7 @@ impl<P: PodControl> Reconciler<OrphanKey> for OrphanPods<P> {
     }
 }
 
-/// The sync itself, in a file of its own.
+/// The steps of the sync, in a file of its own.
 #[path = "sync.rs"]
 mod sync;
 

@@ -1,9 +1,10 @@
-//! `JobController::sync`'s own rules over caches filled by hand (no informer runs): an invalid
+//! A Job sync's own rules over caches filled by hand (no informer runs): an invalid
 //! selector is an error retried with backoff, a cache older than this controller's writes skips
 //! the sync (`StaleControllerConsistencyJob`), an unknown completion mode gets its event.
 
+use controller::Reconciler as _;
 use controller::{ControllerMetrics, SyncMetrics};
-use informer::{MetricsProvider, SharedInformerFactory, Store};
+use informer::{MetricsProvider, ObjectKey, SharedInformerFactory, Store};
 use parking_lot::Mutex;
 use testing::{ApiServer, FakeClock, Verb};
 

@@ -2,38 +2,41 @@
 //! for either kind ([`crate::ReplicaKind`]).
 
 use controller::compact_pod::Pod;
-use std::{collections::HashSet, future::Future, sync::Arc, time::Duration};
+use std::{borrow::Cow, collections::HashSet, sync::Arc, time::Duration};
 
 use controller::Build;
+use controller::Comparison;
 use controller::ConsistencyStore;
 use controller::Context;
 use controller::Controller;
+use controller::Decided;
 use controller::EventRecorder;
 use controller::Expectations;
+use controller::FreshCheck;
 use controller::KubePodControl;
 use controller::NoWrites;
-use controller::OWNER_INDEX;
 use controller::Owner;
 use controller::PodControl;
-use controller::Reconciler;
+use controller::Steps;
 use controller::SystemClock;
 use controller::Wiring;
 use controller::candidates;
 use controller::controlled_by;
 use controller::events::TYPE_WARNING;
 use controller::object_reference;
-use controller::owner_index;
 use controller::pod_util::controller_of;
 use controller::shadow::ShadowState;
-use informer::{InformerOptions, ObjectKey, SharedInformer};
+use informer::{ObjectKey, SharedInformer};
 use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::ReplicationController};
+use k8s_openapi::jiff::Timestamp;
+use tokio::time::Instant;
 
 use crate::{
     executor::{Executor, GR_PODS, SyncError},
     handlers::{Handlers, PodHandler, ReplicaSetHandler},
     kind::ReplicaKind,
     metrics::{NoReplicaSetMetrics, ReplicaSetMetrics},
-    plan::{BURST_REPLICAS, PlanError, SyncInput, plan_sync_for},
+    plan::{BURST_REPLICAS, PlanError, SyncInput, SyncPlan, plan_sync_for},
     shadow,
 };
 
@@ -134,10 +137,8 @@ impl<P: PodControl, K: ReplicaKind> ReplicaSetController<P, K> {
         recorder: EventRecorder,
         options: ReplicaSetOptions,
     ) -> Self {
-        let replica_sets = cx.factory.namespaced::<K>(InformerOptions::default());
-        let pods = cx.factory.namespaced::<Pod>(InformerOptions::default());
-        replica_sets.store().add_index(OWNER_INDEX, owner_index());
-        pods.store().add_index(OWNER_INDEX, owner_index());
+        let replica_sets = cx.owned_informer::<K>();
+        let pods = cx.owned_informer::<Pod>();
         let expectations = Arc::new(Expectations::new());
         let (queue, wiring) = cx.wiring(K::QUEUE_NAME);
         let handlers = Handlers {
@@ -146,9 +147,8 @@ impl<P: PodControl, K: ReplicaKind> ReplicaSetController<P, K> {
             queue,
         };
         let mut wiring = wiring.with_events(recorder.clone());
-        let resync = cx.options.resync_period;
-        wiring.register(replica_sets.add_event_handler(ReplicaSetHandler(handlers.clone()), resync));
-        wiring.register(pods.add_event_handler(PodHandler(handlers.clone()), resync));
+        wiring.watch(&replica_sets, ReplicaSetHandler(handlers.clone()));
+        wiring.watch(&pods, PodHandler(handlers.clone()));
         let executor = Executor {
             control,
             client: cx.client,
@@ -170,81 +170,16 @@ impl<P: PodControl, K: ReplicaKind> ReplicaSetController<P, K> {
         }
     }
 
-    /// One sync of the object at `key` (upstream `syncReplicaSet`).
-    pub async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
-        let started = tokio::time::Instant::now();
-        let Some(obj) = self.handlers.replica_sets.get(key.namespace(), key.name()) else {
-            self.handlers.expectations.delete(key.as_str());
-            self.executor.consistency.clear(key.as_str());
-            if let Some(state) = &self.shadow {
-                state.forget(K::COMPONENT, key.as_str());
-            }
-            return Ok(None);
-        };
-        // Read our own writes: skip (and retry later) while a cache is older than what we wrote
-        // (gate `StaleControllerConsistencyReplicaSet`; upstream uses a no-op store without it).
-        if self.features.stale_controller_consistency_replica_set
-            && let Some(own) = K::CONSISTENCY_RESOURCE
-        {
-            self.wiring
-                .ensure_fresh(&self.executor.consistency, key, |gr| match gr {
-                    GR_PODS => self.pods.last_synced_resource_version(),
-                    gr if gr == own => self.replica_sets.last_synced_resource_version(),
-                    _ => u64::MAX,
-                })
-                .map_err(|source| SyncError::Stale {
-                    key: key.clone(),
-                    source,
-                })?;
-        }
+    /// The object as the plan sees it: a ReplicaSet (a ReplicationController converted), with shadow
+    /// mode's perturbation applied.
+    fn view<'a>(&self, obj: &'a K) -> Cow<'a, ReplicaSet> {
         let mut rs = obj.as_replica_set();
         if self.options.ignore_min_ready_seconds
             && let Some(spec) = rs.to_mut().spec.as_mut()
         {
             spec.min_ready_seconds = Some(0);
         }
-        let satisfied = self.handlers.expectations.satisfied(key.as_str());
-        let candidates = candidates(self.pods.store(), &*obj);
-        let input_now = self.executor.clock.now();
-        let input = SyncInput {
-            rs: &rs,
-            expectations_satisfied: satisfied,
-            candidates: &candidates,
-            burst_replicas: self.options.burst_replicas,
-            now: input_now,
-            features: K::plan_gates(self.features),
-        };
-        let owner = Owner::of(&*obj);
-        let plan = match plan_sync_for(&input, owner.clone(), || self.related_pods(&obj)) {
-            Ok(plan) => plan,
-            Err(e @ PlanError::InvalidSelector { .. }) => {
-                tracing::error!(replica_set = %key, "{e}");
-                self.recorder.record(
-                    &object_reference(&owner),
-                    TYPE_WARNING,
-                    REASON_INVALID_SELECTOR,
-                    e.to_string(),
-                );
-                return Ok(None);
-            }
-        };
-        if let Some(state) = &self.shadow {
-            let differences = shadow::differences(&rs, &plan);
-            let fingerprint = controller::shadow::fingerprint(&*obj, &candidates);
-            return Ok(state
-                .observe_sync(&self.executor.client, K::COMPONENT, key, fingerprint, differences)
-                .await);
-        }
-        if let crate::plan::ReplicaChange::Delete(chosen) = &plan.replicas.change
-            && chosen.len() < plan.replicas.active.len()
-        {
-            for ratio in crate::plan::deletion_age_ratios(&plan.replicas.active, chosen, input_now) {
-                self.options.metrics.sorting_deletion_age_ratio(ratio);
-            }
-        }
-        let result = self.executor.execute(&*obj, &rs, plan).await;
-        tracing::debug!(replica_set = %key, elapsed = ?started.elapsed(), "finished syncing");
-        result
+        rs
     }
 
     /// Pods selected by every object with the same controller as `obj`, each once (upstream
@@ -277,10 +212,123 @@ impl<P: PodControl, K: ReplicaKind> Controller for ReplicaSetController<P, K> {
     }
 }
 
-impl<P: PodControl, K: ReplicaKind> Reconciler for ReplicaSetController<P, K> {
+/// A plan, with what it was made from.
+#[derive(Debug)]
+pub struct Planned<K> {
+    obj: Arc<K>,
+    candidates: Vec<Arc<Pod>>,
+    plan: SyncPlan,
+    now: Timestamp,
+    started: Instant,
+}
+
+impl<P: PodControl, K: ReplicaKind> Steps for ReplicaSetController<P, K> {
+    const NAME: &'static str = K::COMPONENT;
+    /// Upstream reads its own writes once the object is known to exist.
+    const FRESH_CHECK: FreshCheck = FreshCheck::AfterGet;
+    type Object = K;
+    type Plan = Planned<K>;
     type Error = SyncError;
 
-    fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, SyncError>> + Send {
-        ReplicaSetController::sync(self, key)
+    /// Read our own writes: skip (and retry later) while a cache is older than what we wrote
+    /// (gate `StaleControllerConsistencyReplicaSet`; upstream uses a no-op store without it).
+    fn ensure_fresh(&self, key: &ObjectKey) -> Result<(), SyncError> {
+        let Some(own) = K::CONSISTENCY_RESOURCE else {
+            return Ok(());
+        };
+        if !self.features.stale_controller_consistency_replica_set {
+            return Ok(());
+        }
+        self.wiring
+            .ensure_fresh(&self.executor.consistency, key, |gr| match gr {
+                GR_PODS => self.pods.last_synced_resource_version(),
+                gr if gr == own => self.replica_sets.last_synced_resource_version(),
+                _ => u64::MAX,
+            })
+            .map_err(|source| SyncError::Stale {
+                key: key.clone(),
+                source,
+            })
+    }
+
+    fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.handlers.replica_sets.get(key.namespace(), key.name())
+    }
+
+    fn forget(&self, key: &ObjectKey) {
+        self.handlers.expectations.delete(key.as_str());
+        self.executor.consistency.clear(key.as_str());
+    }
+
+    fn shadow(&self) -> Option<&ShadowState> {
+        self.shadow.as_deref()
+    }
+
+    fn client(&self) -> &kube::Client {
+        &self.executor.client
+    }
+
+    /// Upstream `syncReplicaSet` up to `manageReplicas`: a selector that does not parse is told in
+    /// an event and not retried.
+    fn decide(&self, key: &ObjectKey, obj: Arc<K>) -> Result<Decided<Planned<K>>, SyncError> {
+        let started = Instant::now();
+        let rs = self.view(&obj);
+        let satisfied = self.handlers.expectations.satisfied(key.as_str());
+        let candidates = candidates(self.pods.store(), &*obj);
+        let now = self.executor.clock.now();
+        let input = SyncInput {
+            rs: &rs,
+            expectations_satisfied: satisfied,
+            candidates: &candidates,
+            burst_replicas: self.options.burst_replicas,
+            now,
+            features: K::plan_gates(self.features),
+        };
+        let owner = Owner::of(&*obj);
+        let plan = match plan_sync_for(&input, owner.clone(), || self.related_pods(&obj)) {
+            Ok(plan) => plan,
+            Err(e @ PlanError::InvalidSelector { .. }) => {
+                tracing::error!(replica_set = %key, "{e}");
+                self.recorder.record(
+                    &object_reference(&owner),
+                    TYPE_WARNING,
+                    REASON_INVALID_SELECTOR,
+                    e.to_string(),
+                );
+                return Ok(Decided::Nothing(None));
+            }
+        };
+        drop(rs);
+        Ok(Decided::Plan(Planned {
+            obj,
+            candidates,
+            plan,
+            now,
+            started,
+        }))
+    }
+
+    fn compare(&self, _: &ObjectKey, p: Planned<K>) -> Comparison {
+        Comparison {
+            differences: shadow::differences(&self.view(&p.obj), &p.plan),
+            fingerprint: controller::shadow::fingerprint(&*p.obj, &p.candidates),
+            again: None,
+        }
+    }
+
+    async fn execute(&self, key: &ObjectKey, p: Planned<K>) -> Result<Option<Duration>, SyncError> {
+        if let crate::plan::ReplicaChange::Delete(chosen) = &p.plan.replicas.change
+            && chosen.len() < p.plan.replicas.active.len()
+        {
+            for ratio in crate::plan::deletion_age_ratios(&p.plan.replicas.active, chosen, p.now) {
+                self.options.metrics.sorting_deletion_age_ratio(ratio);
+            }
+        }
+        let result = self
+            .executor
+            .execute(key, &*p.obj, &self.view(&p.obj), p.plan)
+            .await;
+        tracing::debug!(replica_set = %key, elapsed = ?p.started.elapsed(), "finished syncing");
+        result
     }
 }

@@ -65,12 +65,12 @@ impl<P: PodControl, K: ReplicaKind> Executor<P, K> {
     /// made on); returns when to sync again (availability checks).
     pub async fn execute(
         &self,
+        key: &ObjectKey,
         obj: &K,
         rs: &ReplicaSet,
         plan: SyncPlan,
     ) -> Result<Option<Duration>, SyncError> {
         let SyncPlan {
-            key,
             owner,
             claims,
             mut replicas,
@@ -81,11 +81,14 @@ impl<P: PodControl, K: ReplicaKind> Executor<P, K> {
             })
             .await;
             for version in &outcome.adopted_versions {
-                self.wrote(&key, &owner, GR_PODS, Some(version));
+                self.wrote(key, &owner, GR_PODS, Some(version));
             }
             let gone = outcome.gone.clone();
             if let Some(source) = outcome.first_error() {
-                return Err(SyncError::Claim { key, source });
+                return Err(SyncError::Claim {
+                    key: key.clone(),
+                    source,
+                });
             }
             if !gone.is_empty() {
                 // Pods deleted between the list and their adoption: not ours, and (as upstream's
@@ -94,7 +97,7 @@ impl<P: PodControl, K: ReplicaKind> Executor<P, K> {
                 replicas = replicas.without(rs, &gone);
             }
         }
-        let manage = self.manage(&key, &owner, rs, &replicas.change).await;
+        let manage = self.manage(key, &owner, rs, &replicas.change).await;
         // As upstream's syncReplicaSet: status and the availability requeue as of after the scaling,
         // which takes seconds when hundreds of pods are created.
         let evaluated_at = self.clock.now();
@@ -108,10 +111,13 @@ impl<P: PodControl, K: ReplicaKind> Executor<P, K> {
                     source,
                 })?;
             if let Some(gr) = K::CONSISTENCY_RESOURCE {
-                self.wrote(&key, &owner, gr, written.metadata.resource_version.as_deref());
+                self.wrote(key, &owner, gr, written.metadata.resource_version.as_deref());
             }
         }
-        manage.map_err(|source| SyncError::Manage { key, source })?;
+        manage.map_err(|source| SyncError::Manage {
+            key: key.clone(),
+            source,
+        })?;
         Ok(replicas.requeue_at(rs, &status, evaluated_at, self.clock.now()))
     }
 

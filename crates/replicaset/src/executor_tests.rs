@@ -102,7 +102,10 @@ async fn sync(
     };
     let plan = plan_sync(&input, Vec::new).expect("valid selector");
     let executor = executor(server);
-    let requeue = executor.execute(rs, rs, plan).await.expect("synced");
+    let requeue = executor
+        .execute(&ObjectKey::of(rs), rs, rs, plan)
+        .await
+        .expect("synced");
     (executor, requeue)
 }
 
@@ -196,7 +199,10 @@ async fn a_failed_delete_writes_replica_failure_with_upstreams_message() {
         features: controller::FeatureGates::default(),
     };
     let plan = plan_sync(&input, Vec::new).expect("valid selector");
-    let err = executor(&server).execute(&r, &r, plan).await.unwrap_err();
+    let err = executor(&server)
+        .execute(&ObjectKey::of(&r), &r, &r, plan)
+        .await
+        .unwrap_err();
     assert!(matches!(err, SyncError::Manage { .. }), "{err}");
     let status_puts = status_puts(&server);
     let c = condition(&status_puts[0], REPLICA_FAILURE).expect("ReplicaFailure");
@@ -237,7 +243,10 @@ async fn a_replication_controller_adopts_creates_and_writes_its_own_status() {
     };
     let plan = crate::plan::plan_sync_for(&input, Owner::of(&rc), Vec::new).unwrap();
     let executor = executor::<ReplicationController>(&server);
-    executor.execute(&rc, &view, plan).await.expect("synced");
+    executor
+        .execute(&ObjectKey::of(&rc), &rc, &view, plan)
+        .await
+        .expect("synced");
     assert_eq!(server.writes("pods"), ["patch o", "create web-1"]);
     for name in ["o", "web-1"] {
         let pod: FullPod = server.get("ns", name).unwrap();

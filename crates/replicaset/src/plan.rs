@@ -86,7 +86,6 @@ struct ScaleBasis {
 /// The whole plan of one sync.
 #[derive(Debug)]
 pub struct SyncPlan {
-    pub key: ObjectKey,
     pub owner: Owner,
     pub claims: ClaimPlan<Pod>,
     /// Computed as if every adoption succeeds.
@@ -118,16 +117,14 @@ pub fn plan_sync_for(
     related: impl FnOnce() -> Vec<Arc<Pod>>,
 ) -> Result<SyncPlan, PlanError> {
     let rs = input.rs;
-    let key = ObjectKey::of(rs);
     let matcher = selector(rs).map_err(|source| PlanError::InvalidSelector {
-        key: key.clone(),
+        key: ObjectKey::of(rs),
         source,
     })?;
     let claims = plan_claims(&owner, &matcher, input.candidates.iter().filter(|p| is_active(p)));
     let terminating = terminating_owned(&owner, &matcher, input.candidates);
     let replicas = plan_replicas(input, claims.claimed(), terminating, related);
     Ok(SyncPlan {
-        key,
         owner,
         claims,
         replicas,

@@ -1,10 +1,12 @@
-//! Wiring (the Job informer and its handler, the work queue, the workers) and the sync: decide on
-//! the cached Job; a Job due goes to [`delete_if_due`] (upstream `Controller.processJob`).
+//! Wiring (the Job informer and its handler, the work queue, the workers) and the steps of a sync:
+//! decide on the cached Job; a Job due goes to [`delete_if_due`] (upstream `Controller.processJob`).
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
-use controller::{Build, Clock, Context, Controller, Reconciler, SystemClock, Wiring, shadow::ShadowState};
-use informer::{DeletedObject, EventHandler, InformerOptions, Lister, ObjectKey, WorkQueue};
+use controller::{
+    Build, Clock, Comparison, Context, Controller, Decided, Steps, SystemClock, Wiring, shadow::ShadowState,
+};
+use informer::{DeletedObject, EventHandler, Lister, ObjectKey, WorkQueue};
 use k8s_openapi::api::batch::v1::Job;
 use kube::Client;
 
@@ -71,9 +73,9 @@ impl Build for TtlAfterFinishedController {
 
     /// A controller deleting through the context's client, reading the shared Job informer.
     fn build(cx: Context<'_>, options: TtlAfterFinishedOptions) -> Self {
-        let jobs = cx.factory.namespaced::<Job>(InformerOptions::default());
+        let jobs = cx.informer::<Job>();
         let (queue, mut wiring) = cx.wiring(QUEUE_NAME);
-        wiring.register(jobs.add_event_handler(JobHandler(queue), cx.options.resync_period));
+        wiring.watch(&jobs, JobHandler(queue));
         Self {
             wiring,
             jobs: jobs.lister(),
@@ -98,32 +100,63 @@ impl Build for TtlAfterFinishedController {
     }
 }
 
-impl TtlAfterFinishedController {
-    /// One sync of the Job at `key`: `Ok(Some(d))` looks again after `d`, when its TTL runs out.
-    pub async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncError> {
-        let expiry = |source| SyncError::Expiry {
-            key: key.clone(),
-            source,
-        };
-        let Some(mut job) = self.jobs.get(key.namespace(), key.name()) else {
-            if let Some(state) = &self.shadow {
-                state.forget(COMPONENT, key.as_str());
-            }
-            return Ok(None);
-        };
+impl Steps for TtlAfterFinishedController {
+    const NAME: &'static str = COMPONENT;
+    type Object = Job;
+    /// The decision, and the Job it was made on.
+    type Plan = (Decision, Arc<Job>);
+    type Error = SyncError;
+
+    fn get(&self, key: &ObjectKey) -> Option<Arc<Job>> {
+        let mut job = self.jobs.get(key.namespace(), key.name())?;
         if self.ignore_ttl_seconds
             && let Some(spec) = Arc::make_mut(&mut job).spec.as_mut()
             && spec.ttl_seconds_after_finished.is_some()
         {
             spec.ttl_seconds_after_finished = Some(0);
         }
-        let decision = decide(&job, self.clock.now()).map_err(expiry)?;
-        if let Some(state) = &self.shadow {
-            return Ok(self.compare(state, key, &job, decision).await);
-        }
-        let Decision::Delete { .. } = decision else {
-            return Ok(later(decision));
+        Some(job)
+    }
+
+    fn shadow(&self) -> Option<&ShadowState> {
+        self.shadow.as_deref()
+    }
+
+    fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Only a Job due for deletion has a plan; in shadow mode every decision is compared, so that a
+    /// Job no longer due clears what was reported for it.
+    fn decide(&self, key: &ObjectKey, job: Arc<Job>) -> Result<Decided<Self::Plan>, SyncError> {
+        let decision = decide(&job, self.clock.now()).map_err(|source| SyncError::Expiry {
+            key: key.clone(),
+            source,
+        })?;
+        Ok(match decision {
+            Decision::Delete { .. } => Decided::Plan((decision, job)),
+            _ if self.shadow.is_some() => Decided::Plan((decision, job)),
+            _ => Decided::Nothing(later(decision)),
+        })
+    }
+
+    /// A Job due for deletion is a disagreement until upstream deletes it.
+    fn compare(&self, _: &ObjectKey, (decision, job): Self::Plan) -> Comparison {
+        let differences = match decision {
+            Decision::Delete { expired_at } => vec![format!(
+                "job: kcm-rs would delete it (its TTL after finishing ran out at {expired_at})"
+            )],
+            _ => Vec::new(),
         };
+        Comparison {
+            fingerprint: controller::shadow::fingerprint::<Job, Job>(&job, &[]),
+            differences,
+            again: later(decision),
+        }
+    }
+
+    /// Deletes the Job if a fresh read still finds it due (upstream `processJob`).
+    async fn execute(&self, key: &ObjectKey, _: Self::Plan) -> Result<Option<Duration>, SyncError> {
         match delete_if_due(&self.client, &*self.clock, key).await? {
             Cleanup::Nothing => Ok(None),
             Cleanup::Later(d) => Ok(Some(d)),
@@ -132,30 +165,6 @@ impl TtlAfterFinishedController {
                 tracing::debug!(job = %key, "deleted: its TTL after finishing ran out");
                 Ok(None)
             }
-        }
-    }
-
-    /// Shadow mode: a Job due for deletion is a disagreement until upstream deletes it.
-    async fn compare(
-        &self,
-        state: &ShadowState,
-        key: &ObjectKey,
-        job: &Job,
-        decision: Decision,
-    ) -> Option<Duration> {
-        let differences = match decision {
-            Decision::Delete { expired_at } => vec![format!(
-                "job: kcm-rs would delete it (its TTL after finishing ran out at {expired_at})"
-            )],
-            _ => Vec::new(),
-        };
-        let fingerprint = controller::shadow::fingerprint::<Job, Job>(job, &[]);
-        let again = state
-            .observe_sync(&self.client, COMPONENT, key, fingerprint, differences)
-            .await;
-        match (later(decision), again) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
         }
     }
 }
@@ -197,13 +206,5 @@ impl Controller for TtlAfterFinishedController {
 
     fn wiring(&self) -> &Wiring {
         &self.wiring
-    }
-}
-
-impl Reconciler for TtlAfterFinishedController {
-    type Error = SyncError;
-
-    fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, SyncError>> + Send {
-        TtlAfterFinishedController::sync(self, key)
     }
 }

@@ -11,6 +11,7 @@ use controller::ConsistencyStore;
 use controller::ControlError;
 use controller::Owner;
 use controller::PodControl;
+use informer::ObjectKey;
 use serde_json::Value;
 
 use super::{
@@ -21,6 +22,8 @@ use super::{
 pub(super) struct JobClaims<'a, P> {
     pub(super) control: &'a P,
     pub(super) consistency: &'a ConsistencyStore,
+    /// The Job's key, as the sync was handed it.
+    pub(super) key: &'a ObjectKey,
     pub(super) owner: &'a Owner,
 }
 
@@ -42,7 +45,7 @@ impl<P: PodControl> ClaimWrites<Pod> for JobClaims<'_, P> {
         let written = self.control.patch_pod_returning(ns, name, patch).await?;
         let version = written.and_then(|w| w.metadata.resource_version);
         self.consistency
-            .wrote_at(&self.owner.key(), &self.owner.uid, GR_PODS, version.as_deref());
+            .wrote_at(self.key.as_str(), &self.owner.uid, GR_PODS, version.as_deref());
         Ok(version)
     }
 }

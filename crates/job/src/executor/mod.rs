@@ -85,15 +85,18 @@ impl<P> std::fmt::Debug for Executor<P> {
 
 impl<P: PodControl> Executor<P> {
     /// Carries out the plan; returns when to sync again.
-    pub(crate) async fn execute(&self, plan: SyncPlan) -> Result<Option<Duration>, SyncError> {
-        let key = plan.key.clone();
-        self.adopt_and_release(&plan)
+    pub(crate) async fn execute(
+        &self,
+        key: &ObjectKey,
+        plan: SyncPlan,
+    ) -> Result<Option<Duration>, SyncError> {
+        self.adopt_and_release(key, &plan)
             .await
             .map_err(|source| SyncError::Claim {
                 key: key.clone(),
                 source,
             })?;
-        let (outcome, manage_err) = self.manage(&plan).await;
+        let (outcome, manage_err) = self.manage(key, &plan).await;
         let sp = status_plan(&plan, &outcome);
         for e in &sp.events {
             self.event(&plan.owner, e);
@@ -103,7 +106,7 @@ impl<P: PodControl> Executor<P> {
         let mut old = job.status.clone().unwrap_or_default();
         if sp.flush_first {
             job = self
-                .write(&job, sp.status.clone())
+                .write(key, &job, sp.status.clone())
                 .await
                 .map_err(|source| SyncError::Status {
                     key: key.clone(),
@@ -120,7 +123,9 @@ impl<P: PodControl> Executor<P> {
             self.metrics
                 .pod_failures_handled_by_policy(action.as_str(), u64::from(*n));
         }
-        let (removed, rm_err) = self.remove_finalizers(&plan.owner, &sp.remove_finalizers).await;
+        let (removed, rm_err) = self
+            .remove_finalizers(key, &plan.owner, &sp.remove_finalizers)
+            .await;
         if !removed.is_empty() {
             crate::failpoints::crash_at(crate::failpoints::AFTER_FINALIZER_REMOVAL);
         }
@@ -128,17 +133,20 @@ impl<P: PodControl> Executor<P> {
         let after = status_after_removal(&sp, &removed, rm_err.is_some(), now);
         if let Some(source) = rm_err {
             if after.write {
-                self.write(&job, after.status)
+                self.write(key, &job, after.status)
                     .await
                     .map_err(|source| SyncError::Status {
                         key: key.clone(),
                         source,
                     })?;
             }
-            return Err(SyncError::Finalizers { key, source });
+            return Err(SyncError::Finalizers {
+                key: key.clone(),
+                source,
+            });
         }
         if after.write {
-            self.write(&job, after.status.clone())
+            self.write(key, &job, after.status.clone())
                 .await
                 .map_err(|source| SyncError::Status {
                     key: key.clone(),
@@ -163,7 +171,10 @@ impl<P: PodControl> Executor<P> {
             self.finished_pod_metrics(&plan.job, &old, &after.status);
         }
         if let Some(source) = manage_err {
-            return Err(SyncError::Manage { key, source });
+            return Err(SyncError::Manage {
+                key: key.clone(),
+                source,
+            });
         }
         Ok(plan.requeue_after)
     }
@@ -171,10 +182,11 @@ impl<P: PodControl> Executor<P> {
     /// Adopts (adding the finalizer) and releases (removing it) through [`execute_claims`]: every
     /// claim is tried, as upstream's `ClaimPods`, adoption after one fresh read of the Job; the
     /// first error fails the sync afterwards.
-    async fn adopt_and_release(&self, plan: &SyncPlan) -> Result<(), ControlError> {
+    async fn adopt_and_release(&self, key: &ObjectKey, plan: &SyncPlan) -> Result<(), ControlError> {
         let writes = JobClaims {
             control: &self.control,
             consistency: &self.consistency,
+            key,
             owner: &plan.owner,
         };
         let outcome = execute_claims(&writes, &plan.owner, &plan.claims, || {
@@ -187,20 +199,25 @@ impl<P: PodControl> Executor<P> {
     /// A patch of one of `owner`'s pods. Its resourceVersion goes to the consistency store, as
     /// upstream's `PatchPod` hands it to `OnWrite`: the next sync waits until the pod cache shows
     /// the adoption or the finalizer's removal instead of acting on the pod as it was.
-    async fn patch(&self, owner: &Owner, p: &Pod, patch: &serde_json::Value) -> Result<(), ControlError> {
+    async fn patch(
+        &self,
+        key: &ObjectKey,
+        owner: &Owner,
+        p: &Pod,
+        patch: &serde_json::Value,
+    ) -> Result<(), ControlError> {
         let ns = p.metadata.namespace.as_deref().unwrap_or("");
         let name = p.metadata.name.as_deref().unwrap_or("");
         let written = self.control.patch_pod_returning(ns, name, patch).await?;
         if let Some(w) = written {
             let rv = w.metadata.resource_version.as_deref();
-            self.consistency.wrote_at(&owner.key(), &owner.uid, GR_PODS, rv);
+            self.consistency.wrote_at(key.as_str(), &owner.uid, GR_PODS, rv);
         }
         Ok(())
     }
 
     /// The pod writes, keeping expectations in step; returns what they achieved and the first error.
-    async fn manage(&self, plan: &SyncPlan) -> (ManageOutcome, Option<ControlError>) {
-        let key = plan.key.as_str();
+    async fn manage(&self, key: &ObjectKey, plan: &SyncPlan) -> (ManageOutcome, Option<ControlError>) {
         match &plan.action {
             PodAction::None => (ManageOutcome::assumed(&plan.action), None),
             PodAction::DeleteKeepingFinalizer(pods) => {
@@ -213,20 +230,24 @@ impl<P: PodControl> Executor<P> {
             }
             PodAction::RemoveFinalizerThenDelete(pods) => {
                 self.expectations
-                    .expect_deletions(key, pods.iter().map(|p| ObjectKey::of(&**p).to_string()));
-                let results = join_all(pods.iter().map(|p| self.unfinalize_and_delete(plan, p))).await;
+                    .expect_deletions(key.as_str(), pods.iter().map(|p| ObjectKey::of(&**p).to_string()));
+                let results = join_all(pods.iter().map(|p| self.unfinalize_and_delete(key, plan, p))).await;
                 deletion_outcome(pods, results)
             }
-            PodAction::Create(c) => self.create(plan, c).await,
+            PodAction::Create(c) => self.create(key, plan, c).await,
         }
     }
 
     /// Removes the finalizer, then deletes. Returns the result and whether the DELETE was sent.
-    async fn unfinalize_and_delete(&self, plan: &SyncPlan, p: &Pod) -> (Result<(), ControlError>, bool) {
-        let key = plan.key.as_str();
+    async fn unfinalize_and_delete(
+        &self,
+        key: &ObjectKey,
+        plan: &SyncPlan,
+        p: &Pod,
+    ) -> (Result<(), ControlError>, bool) {
         let mut result = Ok(());
         if has_tracking_finalizer(&p.metadata) {
-            result = self.patch(&plan.owner, p, &remove_finalizer_patch()).await;
+            result = self.patch(key, &plan.owner, p, &remove_finalizer_patch()).await;
         }
         let sent = result.is_ok();
         if sent {
@@ -235,14 +256,19 @@ impl<P: PodControl> Executor<P> {
         if result.is_err() {
             // No watch event will come for this deletion.
             self.expectations
-                .deletion_observed(key, ObjectKey::of(p).as_str());
+                .deletion_observed(key.as_str(), ObjectKey::of(p).as_str());
         }
         (result, sent)
     }
 
     /// The creations, in slow-start batches (Indexed: each pod named after its index).
-    async fn create(&self, plan: &SyncPlan, c: &Creation) -> (ManageOutcome, Option<ControlError>) {
-        let key = plan.key.as_str();
+    async fn create(
+        &self,
+        key: &ObjectKey,
+        plan: &SyncPlan,
+        c: &Creation,
+    ) -> (ManageOutcome, Option<ControlError>) {
+        let key = key.as_str();
         self.expectations.expect_creations(key, c.count);
         let mut n = 0;
         let failed = AtomicU64::new(0);
@@ -301,11 +327,10 @@ impl<P: PodControl> Executor<P> {
     /// counts) and the first error.
     async fn remove_finalizers(
         &self,
+        key: &ObjectKey,
         owner: &Owner,
         pods: &[Arc<Pod>],
     ) -> (HashSet<String>, Option<ControlError>) {
-        let key = owner.key();
-        let key = key.as_str();
         if pods.is_empty() {
             return (HashSet::new(), None);
         }
@@ -313,9 +338,9 @@ impl<P: PodControl> Executor<P> {
             .iter()
             .map(|p| p.metadata.uid.clone().unwrap_or_default())
             .collect();
-        self.finalizers.expect_removed(key, uids.iter().cloned());
+        self.finalizers.expect_removed(key.as_str(), uids.iter().cloned());
         let patch = remove_finalizer_patch();
-        let results = join_all(pods.iter().map(|p| self.patch(owner, p, &patch))).await;
+        let results = join_all(pods.iter().map(|p| self.patch(key, owner, p, &patch))).await;
         let mut removed = HashSet::new();
         let mut first = None;
         for (uid, r) in uids.into_iter().zip(results) {
@@ -324,7 +349,7 @@ impl<P: PodControl> Executor<P> {
                     removed.insert(uid);
                 }
                 Err(e) => {
-                    self.finalizers.removal_observed(key, &uid);
+                    self.finalizers.removal_observed(key.as_str(), &uid);
                     if e.is_not_found() {
                         removed.insert(uid);
                     } else {
@@ -343,7 +368,7 @@ impl<P: PodControl> Executor<P> {
     /// applied to exactly the object sent, and the server changes nothing of it but the status
     /// (which is `status`) and the resourceVersion (which the answer carries). The next write of
     /// the same sync starts from it.
-    async fn write(&self, job: &Job, status: JobStatus) -> Result<Job, ControlError> {
+    async fn write(&self, key: &ObjectKey, job: &Job, status: JobStatus) -> Result<Job, ControlError> {
         let ns = job.metadata.namespace.as_deref().unwrap_or_default();
         let name = job.metadata.name.as_deref().unwrap_or_default();
         let mut body = job.clone();
@@ -353,9 +378,9 @@ impl<P: PodControl> Executor<P> {
             .await
             .map_err(|e| ControlError::api("update status", format!("{ns}/{name}"), e))?;
         let uid = job.metadata.uid.as_deref().unwrap_or("");
-        let key = format!("{ns}/{name}");
         let rv = written.metadata.resource_version;
-        self.consistency.wrote_at(&key, uid, GR_JOBS, rv.as_deref());
+        self.consistency
+            .wrote_at(key.as_str(), uid, GR_JOBS, rv.as_deref());
         body.metadata.resource_version = rv;
         Ok(body)
     }

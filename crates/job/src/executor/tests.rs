@@ -89,7 +89,7 @@ impl Process {
             suspend_clears_start_time: true,
         };
         match plan_pods(&input).expect("valid selector") {
-            Decision::Sync(plan) => self.executor.execute(*plan).await,
+            Decision::Sync(plan) => self.executor.execute(&ObjectKey::parse(KEY), *plan).await,
             _ => Ok(None),
         }
     }

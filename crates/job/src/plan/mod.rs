@@ -58,9 +58,8 @@ pub(crate) fn plan_pods(input: &SyncInput<'_>) -> Result<Decision<SyncPlan>, Pla
     if let Some(skip) = not_ours_to_sync(input.job) {
         return Ok(skip);
     }
-    let key = ObjectKey::of(input.job);
     let matcher = selector(input.job).map_err(|source| PlanError::InvalidSelector {
-        key: key.clone(),
+        key: ObjectKey::of(input.job),
         source,
     })?;
     let owner = Owner::of(input.job);
@@ -88,7 +87,6 @@ pub(crate) fn plan_pods(input: &SyncInput<'_>) -> Result<Decision<SyncPlan>, Pla
         counts.succeeded
     };
     let plan = SyncPlan {
-        key,
         owner,
         claims: claimed.claims,
         job,

@@ -68,7 +68,6 @@ pub enum PlanError {
 /// [`super::plan_pods`], from the parts its steps return.
 #[derive(Debug, Clone)]
 pub(crate) struct SyncPlan {
-    pub(crate) key: ObjectKey,
     pub(crate) owner: Owner,
     /// Orphans to adopt (the patch adds the tracking finalizer too) and pods to release.
     pub(crate) claims: ClaimPlan<Pod>,

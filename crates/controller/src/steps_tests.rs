@@ -1,0 +1,220 @@
+use std::{sync::Arc, time::Duration};
+
+use informer::ObjectKey;
+use k8s_openapi::api::core::v1::Namespace;
+use parking_lot::Mutex;
+
+use super::{Comparison, Decided, FreshCheck, Steps, sync};
+use crate::shadow::ShadowState;
+
+/// Steps that record which of them ran, with the answers each gives set by the test.
+struct Recorded<const AT: u8> {
+    calls: Mutex<Vec<&'static str>>,
+    object: Option<u32>,
+    stale: bool,
+    decided: fn() -> Decided<u32>,
+    comparison: fn() -> Comparison,
+    shadow: Option<ShadowState>,
+    client: kube::Client,
+}
+
+impl<const AT: u8> Recorded<AT> {
+    fn new(object: Option<u32>) -> Self {
+        Self {
+            calls: Mutex::default(),
+            object,
+            stale: false,
+            decided: || Decided::Plan(7),
+            comparison: Comparison::default,
+            shadow: None,
+            client: kcm_testing::ApiServer::new().client(),
+        }
+    }
+
+    /// In shadow mode, on a server where the key's namespace exists (in a namespace being deleted,
+    /// or gone, nothing is reported).
+    fn shadowed(mut self, settle: Duration) -> Self {
+        let server = kcm_testing::ApiServer::new();
+        let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "ns"}})).unwrap();
+        server.insert(&ns);
+        self.client = server.client();
+        self.shadow = Some(ShadowState::new(settle, |_| {}));
+        self
+    }
+
+    fn calls(&self) -> Vec<&'static str> {
+        self.calls.lock().clone()
+    }
+
+    fn call(&self, step: &'static str) {
+        self.calls.lock().push(step);
+    }
+}
+
+const NONE: u8 = 0;
+const BEFORE: u8 = 1;
+const AFTER: u8 = 2;
+
+impl<const AT: u8> Steps for Recorded<AT> {
+    const NAME: &'static str = "test-controller";
+    const FRESH_CHECK: FreshCheck = match AT {
+        BEFORE => FreshCheck::BeforeGet,
+        AFTER => FreshCheck::AfterGet,
+        _ => FreshCheck::None,
+    };
+    type Object = u32;
+    type Plan = u32;
+    type Error = String;
+
+    fn ensure_fresh(&self, key: &ObjectKey) -> Result<(), String> {
+        self.call("fresh");
+        if self.stale {
+            Err(format!("{key}: stale"))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn get(&self, _: &ObjectKey) -> Option<Arc<u32>> {
+        self.call("get");
+        self.object.map(Arc::new)
+    }
+
+    fn forget(&self, _: &ObjectKey) {
+        self.call("forget");
+    }
+
+    fn shadow(&self) -> Option<&ShadowState> {
+        self.shadow.as_ref()
+    }
+
+    fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    fn decide(&self, _: &ObjectKey, object: Arc<u32>) -> Result<Decided<u32>, String> {
+        assert_eq!(Some(*object), self.object, "decided on what was read");
+        self.call("decide");
+        Ok((self.decided)())
+    }
+
+    fn compare(&self, _: &ObjectKey, plan: u32) -> Comparison {
+        assert_eq!(plan, 7);
+        self.call("compare");
+        (self.comparison)()
+    }
+
+    async fn execute(&self, _: &ObjectKey, plan: u32) -> Result<Option<Duration>, String> {
+        assert_eq!(plan, 7);
+        self.call("execute");
+        Ok(Some(Duration::from_secs(3)))
+    }
+}
+
+fn key() -> ObjectKey {
+    ObjectKey::new(Some("ns"), "web")
+}
+
+#[tokio::test]
+async fn a_plan_is_executed_and_its_requeue_returned() {
+    let steps = Recorded::<NONE>::new(Some(1));
+    assert_eq!(sync(&steps, &key()).await, Ok(Some(Duration::from_secs(3))));
+    assert_eq!(steps.calls(), ["get", "decide", "execute"]);
+}
+
+#[tokio::test]
+async fn a_gone_object_is_forgotten_without_a_decision() {
+    let steps = Recorded::<NONE>::new(None);
+    assert_eq!(sync(&steps, &key()).await, Ok(None));
+    assert_eq!(steps.calls(), ["get", "forget"]);
+}
+
+#[tokio::test]
+async fn a_gate_before_the_read_holds_back_even_the_forgetting() {
+    let mut steps = Recorded::<BEFORE>::new(None);
+    steps.stale = true;
+    assert_eq!(sync(&steps, &key()).await, Err("ns/web: stale".to_owned()));
+    assert_eq!(steps.calls(), ["fresh"]);
+}
+
+#[tokio::test]
+async fn a_gate_after_the_read_lets_a_gone_object_be_forgotten() {
+    let mut steps = Recorded::<AFTER>::new(None);
+    steps.stale = true;
+    assert_eq!(sync(&steps, &key()).await, Ok(None));
+    assert_eq!(steps.calls(), ["get", "forget"]);
+
+    let mut steps = Recorded::<AFTER>::new(Some(1));
+    steps.stale = true;
+    assert!(sync(&steps, &key()).await.is_err());
+    assert_eq!(steps.calls(), ["get", "fresh"]);
+}
+
+#[tokio::test]
+async fn nothing_to_do_ends_the_sync_with_its_wake_up() {
+    let mut steps = Recorded::<NONE>::new(Some(1));
+    steps.decided = || Decided::Nothing(Some(Duration::from_secs(9)));
+    assert_eq!(sync(&steps, &key()).await, Ok(Some(Duration::from_secs(9))));
+    assert_eq!(steps.calls(), ["get", "decide"]);
+}
+
+#[tokio::test]
+async fn shadow_mode_compares_and_never_executes() {
+    let mut steps = Recorded::<NONE>::new(Some(1)).shadowed(Duration::from_secs(60));
+    steps.comparison = || Comparison {
+        fingerprint: 1,
+        differences: vec!["would create 1 pod".into()],
+        again: Some(Duration::from_secs(5)),
+    };
+    let again = sync(&steps, &key()).await.unwrap();
+    assert_eq!(steps.calls(), ["get", "decide", "compare"]);
+    assert_eq!(
+        again,
+        Some(Duration::from_secs(5)),
+        "the earlier of the decision's wake-up and the settle time"
+    );
+
+    steps.comparison = || Comparison {
+        fingerprint: 1,
+        differences: vec!["would create 1 pod".into()],
+        again: None,
+    };
+    let settle = sync(&steps, &key()).await.unwrap().unwrap();
+    assert!(
+        settle > Duration::from_secs(50) && settle <= Duration::from_secs(60),
+        "{settle:?}"
+    );
+}
+
+#[tokio::test]
+async fn shadow_mode_forgets_a_gone_object_and_one_that_is_not_ours() {
+    let steps = Recorded::<NONE>::new(Some(1)).shadowed(Duration::ZERO);
+    let differing = || Comparison {
+        fingerprint: 1,
+        differences: vec!["would delete 1 pod".into()],
+        again: None,
+    };
+    let mut steps = steps;
+    steps.comparison = differing;
+    sync(&steps, &key()).await.unwrap();
+    let state = steps.shadow.as_ref().unwrap();
+    assert_eq!(
+        state.current().len(),
+        1,
+        "a difference past its settle time is reported"
+    );
+
+    steps.decided = || Decided::NotOurs;
+    sync(&steps, &key()).await.unwrap();
+    assert!(steps.shadow.as_ref().unwrap().current().is_empty());
+    assert!(
+        steps.calls().ends_with(&["decide", "forget"]),
+        "kept as little as for a gone one"
+    );
+
+    steps.decided = || Decided::Plan(7);
+    sync(&steps, &key()).await.unwrap();
+    steps.object = None;
+    sync(&steps, &key()).await.unwrap();
+    assert!(steps.shadow.as_ref().unwrap().current().is_empty());
+}
