@@ -3,7 +3,7 @@
 //! (`make test`) or off (`make soak`; `KCM_RS_SHARD_GATES` picks): unsharded → `--shards=4` →
 //! `--shards=6` → unsharded. At every step the layout that serves keeps
 //! serving and the new one holds nothing until the old one is gone; then it takes every shard after
-//! one handover. Meanwhile Deployments, ReplicaSets and Jobs in 12 namespaces scale. Afterwards every
+//! one handover. Meanwhile the six controllers' objects in 12 namespaces (`shard_workloads`) converge. Afterwards every
 //! namespace saw exactly the pods its specs needed (a pod created twice, by two layouts acting on one
 //! namespace, would show as one more), and the audit log shows every write of a sharded replica
 //! inside one of its terms on a Lease covering the namespace.

@@ -1,5 +1,5 @@
-//! Scale-out on the real control plane: kcm-rs replicas with `--shards=12` share Deployments,
-//! ReplicaSets and Jobs in 40 namespaces through per-shard Leases, with the API server filtering
+//! Scale-out on the real control plane: kcm-rs replicas with `--shards=12` share the objects of all
+//! six controllers (`kcm_rs_e2e::shard_workloads`) in 40 namespaces through per-shard Leases, with the API server filtering
 //! (`ShardedListAndWatch` on) and without it (off: each replica filters on its side). Three
 //! replicas start; while the workloads scale up one is killed with -9, then a fourth joins and
 //! another stops with SIGTERM. Afterwards every object converged, every namespace saw exactly the pods its specs needed
