@@ -6,7 +6,9 @@
 //!    controller of that kind does ([`FreshCheck`]);
 //! 2. take the cached object, or forget everything kept for a key whose object is gone;
 //! 3. decide on what the listers show: the candidates, the claims as data, the plan;
-//! 4. in shadow mode compare the plan with what upstream did; otherwise carry it out (claims first).
+//! 4. in shadow mode compare the plan with what upstream did; otherwise adopt and release what it
+//!    claims, plan again without any orphan found deleted when adopted (upstream's claim leaves such
+//!    an orphan out of what it returns, and the sync goes on with what was claimed), and carry it out.
 //!
 //! The key enters once and is handed to every step: none rebuilds it from the object.
 
@@ -95,7 +97,30 @@ pub trait Steps: Send + Sync + 'static {
     /// Shadow mode: what the plan would do against what upstream did.
     fn compare(&self, key: &ObjectKey, plan: Self::Plan) -> Comparison;
 
-    /// Carries the plan out: claims, then the plan's writes.
+    /// Adopts and releases what the plan claims (upstream `ClaimPods`, `ClaimReplicaSets`), before
+    /// anything else is written: the UIDs of the orphans found deleted when adopted. Default: the
+    /// controller claims nothing.
+    fn claim(
+        &self,
+        key: &ObjectKey,
+        plan: &Self::Plan,
+    ) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send {
+        let _ = (key, plan);
+        async { Ok(Vec::new()) }
+    }
+
+    /// The plan made again without the orphans `gone` (their UIDs), which it counted as adopted.
+    fn without(
+        &self,
+        key: &ObjectKey,
+        plan: Self::Plan,
+        gone: &[String],
+    ) -> Result<Decided<Self::Plan>, Self::Error> {
+        let _ = (key, gone);
+        Ok(Decided::Plan(plan))
+    }
+
+    /// Carries out the plan's writes (its claims are made).
     fn execute(
         &self,
         key: &ObjectKey,
@@ -127,7 +152,7 @@ pub async fn sync<S: Steps>(steps: &S, key: &ObjectKey) -> Result<Option<Duratio
         }
     };
     let Some(state) = steps.shadow() else {
-        return steps.execute(key, plan).await;
+        return claim_and_execute(steps, key, plan).await;
     };
     let Comparison {
         fingerprint,
@@ -150,6 +175,28 @@ impl<S: Steps> Reconciler for S {
     fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, S::Error>> + Send {
         sync(self, key)
     }
+}
+
+async fn claim_and_execute<S: Steps>(
+    steps: &S,
+    key: &ObjectKey,
+    plan: S::Plan,
+) -> Result<Option<Duration>, S::Error> {
+    let gone = steps.claim(key, &plan).await?;
+    let plan = if gone.is_empty() {
+        plan
+    } else {
+        tracing::debug!(object = %key, gone = gone.len(), "orphans deleted before they could be adopted");
+        match steps.without(key, plan, &gone)? {
+            Decided::Plan(plan) => plan,
+            Decided::Nothing(again) => return Ok(again),
+            Decided::NotOurs => {
+                steps.forget(key);
+                return Ok(None);
+            }
+        }
+    };
+    steps.execute(key, plan).await
 }
 
 fn forget_shadow<S: Steps>(steps: &S, key: &ObjectKey) {

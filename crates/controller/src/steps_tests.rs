@@ -13,6 +13,8 @@ struct Recorded<const AT: u8> {
     object: Option<u32>,
     stale: bool,
     decided: fn() -> Decided<u32>,
+    /// UIDs of orphans the claims find deleted.
+    gone: Vec<String>,
     comparison: fn() -> Comparison,
     shadow: Option<ShadowState>,
     client: kube::Client,
@@ -25,6 +27,7 @@ impl<const AT: u8> Recorded<AT> {
             object,
             stale: false,
             decided: || Decided::Plan(7),
+            gone: Vec::new(),
             comparison: Comparison::default,
             shadow: None,
             client: kcm_testing::ApiServer::new().client(),
@@ -104,8 +107,20 @@ impl<const AT: u8> Steps for Recorded<AT> {
         (self.comparison)()
     }
 
+    async fn claim(&self, _: &ObjectKey, plan: &u32) -> Result<Vec<String>, String> {
+        assert_eq!(*plan, 7);
+        self.call("claim");
+        Ok(self.gone.clone())
+    }
+
+    fn without(&self, _: &ObjectKey, plan: u32, gone: &[String]) -> Result<Decided<u32>, String> {
+        assert_eq!(gone, self.gone);
+        self.call("without");
+        Ok(Decided::Plan(plan + 1))
+    }
+
     async fn execute(&self, _: &ObjectKey, plan: u32) -> Result<Option<Duration>, String> {
-        assert_eq!(plan, 7);
+        assert!(plan == 7 || plan == 8 && !self.gone.is_empty(), "{plan}");
         self.call("execute");
         Ok(Some(Duration::from_secs(3)))
     }
@@ -119,7 +134,15 @@ fn key() -> ObjectKey {
 async fn a_plan_is_executed_and_its_requeue_returned() {
     let steps = Recorded::<NONE>::new(Some(1));
     assert_eq!(sync(&steps, &key()).await, Ok(Some(Duration::from_secs(3))));
-    assert_eq!(steps.calls(), ["get", "decide", "execute"]);
+    assert_eq!(steps.calls(), ["get", "decide", "claim", "execute"]);
+}
+
+#[tokio::test]
+async fn an_orphan_deleted_before_its_adoption_is_planned_without() {
+    let mut steps = Recorded::<NONE>::new(Some(1));
+    steps.gone = vec!["uid-1".into()];
+    sync(&steps, &key()).await.unwrap();
+    assert_eq!(steps.calls(), ["get", "decide", "claim", "without", "execute"]);
 }
 
 #[tokio::test]

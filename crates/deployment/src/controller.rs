@@ -228,34 +228,38 @@ impl Steps for DeploymentController {
         }
     }
 
-    /// Claims first; a plan that counted an orphan adopted is made again without it if it was
-    /// deleted before it could be.
+    async fn claim(&self, key: &ObjectKey, p: &Planned) -> Result<Vec<String>, SyncError> {
+        self.executor.claim(key, &p.plan.owner, &p.plan.claims).await
+    }
+
+    fn without(&self, key: &ObjectKey, p: Planned, gone: &[String]) -> Result<Decided<Planned>, SyncError> {
+        let candidates: Vec<Arc<ReplicaSet>> = p
+            .candidates
+            .into_iter()
+            .filter(|rs| {
+                !gone
+                    .iter()
+                    .any(|uid| rs.metadata.uid.as_deref() == Some(uid.as_str()))
+            })
+            .collect();
+        let Some(plan) = self.plan(key, &p.d, &candidates, p.now) else {
+            return Ok(Decided::Nothing(None));
+        };
+        Ok(Decided::Plan(Planned {
+            candidates,
+            plan,
+            ..p
+        }))
+    }
+
     async fn execute(&self, key: &ObjectKey, p: Planned) -> Result<Option<Duration>, SyncError> {
         let Planned {
             d,
             candidates,
             plan,
-            now,
             started,
+            ..
         } = p;
-        let gone = self.executor.claim(key, &plan.owner, &plan.claims).await?;
-        let plan = if gone.is_empty() {
-            plan
-        } else {
-            let kept: Vec<Arc<ReplicaSet>> = candidates
-                .iter()
-                .filter(|rs| {
-                    !gone
-                        .iter()
-                        .any(|uid| rs.metadata.uid.as_deref() == Some(uid.as_str()))
-                })
-                .cloned()
-                .collect();
-            let Some(plan) = self.plan(key, &d, &kept, now) else {
-                return Ok(None);
-            };
-            plan
-        };
         if tracing::enabled!(tracing::Level::DEBUG)
             && let crate::plan::Decision::Sync(a) = &plan.decision
         {

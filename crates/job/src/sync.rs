@@ -1,18 +1,19 @@
 //! The steps of a Job's sync (upstream `syncJob`), which [`controller::sync`] runs in order: read
 //! one's own writes, take the cached Job, plan on its pods, then compare (shadow mode) or execute.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use controller::{
     Comparison, Decided, FreshCheck, Owner, PodControl, Steps, candidates, compact_pod::Pod,
     events::TYPE_WARNING, object_reference, shadow::ShadowState,
 };
 use informer::ObjectKey;
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::{api::batch::v1::Job, jiff::Timestamp};
 use tokio::time::Instant;
 
 use super::{COMPONENT, JobController};
 use crate::{
+    backoff::BackoffRecord,
     conditions::{EVENT_UNKNOWN_COMPLETION_MODE, EVENT_UNKNOWN_COMPLETION_MODE_MESSAGE},
     executor::{GR_JOBS, GR_PODS, SyncError},
     metrics::ACTION_RECONCILING,
@@ -31,6 +32,7 @@ enum Planned {
     Sync {
         job: Arc<Job>,
         candidates: Vec<Arc<Pod>>,
+        basis: Basis,
         plan: Box<SyncPlan>,
         started: Instant,
     },
@@ -38,6 +40,16 @@ enum Planned {
     /// while the plan's input was at hand: a finished Job gets no more events, so a difference
     /// would otherwise never be seen.
     Finished(Comparison),
+}
+
+/// What the plan was made on besides the Job and its candidates, kept to plan again without an
+/// orphan that vanished before its adoption.
+#[derive(Debug)]
+struct Basis {
+    expectations_satisfied: bool,
+    expected_rm_finalizers: HashSet<String>,
+    backoff: BackoffRecord,
+    now: Timestamp,
 }
 
 impl<P: PodControl> Steps for JobController<P> {
@@ -108,32 +120,19 @@ impl<P: PodControl> Steps for JobController<P> {
             return Ok(Decided::Nothing(None));
         }
         // Checked before listing pods, so that a pod arriving in between is handled next time.
-        let satisfied = h.expectations.satisfied(key.as_str());
+        let expectations_satisfied = h.expectations.satisfied(key.as_str());
         let candidates = candidates(self.pods.store(), &*job);
-        let expected = h.finalizers.expected(key.as_str());
         let backoff = match &self.shadow {
             Some(s) => s.finishes.record(&job, &candidates),
             None => self.executor.backoff.get(key.as_str()),
         };
-        let input = SyncInput {
-            job: &job,
-            candidates: &candidates,
-            expectations_satisfied: satisfied,
-            expected_rm_finalizers: &expected,
+        let basis = Basis {
+            expectations_satisfied,
+            expected_rm_finalizers: h.finalizers.expected(key.as_str()),
             backoff,
             now: self.executor.clock.now(),
-            suspend_clears_start_time: self.features.mutable_scheduling_directives_for_suspended_jobs,
         };
-        let decided = match plan_pods(&input) {
-            Ok(Decision::Sync(plan)) => plan,
-            other => return self.without_plan(key, &input, other, started),
-        };
-        Ok(Decided::Plan(JobPlan(Planned::Sync {
-            job,
-            candidates,
-            plan: decided,
-            started,
-        })))
+        self.plan(key, job, candidates, basis, started)
     }
 
     fn compare(&self, _: &ObjectKey, plan: JobPlan) -> Comparison {
@@ -154,6 +153,41 @@ impl<P: PodControl> Steps for JobController<P> {
             }
             Planned::Finished(comparison) => comparison,
         }
+    }
+
+    /// Adopts (adding the tracking finalizer) and releases (removing it).
+    async fn claim(&self, key: &ObjectKey, plan: &JobPlan) -> Result<Vec<String>, SyncError> {
+        let Planned::Sync { plan, .. } = &plan.0 else {
+            return Ok(Vec::new());
+        };
+        self.executor.claim(key, plan).await
+    }
+
+    fn without(
+        &self,
+        key: &ObjectKey,
+        plan: JobPlan,
+        gone: &[String],
+    ) -> Result<Decided<JobPlan>, SyncError> {
+        let Planned::Sync {
+            job,
+            candidates,
+            basis,
+            started,
+            ..
+        } = plan.0
+        else {
+            return Ok(Decided::Plan(plan));
+        };
+        let kept = candidates
+            .into_iter()
+            .filter(|p| {
+                !gone
+                    .iter()
+                    .any(|uid| p.metadata.uid.as_deref() == Some(uid.as_str()))
+            })
+            .collect();
+        self.plan(key, job, kept, basis, started)
     }
 
     async fn execute(&self, key: &ObjectKey, plan: JobPlan) -> Result<Option<Duration>, SyncError> {
@@ -184,6 +218,37 @@ impl<P: PodControl> Steps for JobController<P> {
 }
 
 impl<P: PodControl> JobController<P> {
+    /// The plan on `candidates` (upstream `syncJob` up to its writes).
+    fn plan(
+        &self,
+        key: &ObjectKey,
+        job: Arc<Job>,
+        candidates: Vec<Arc<Pod>>,
+        basis: Basis,
+        started: Instant,
+    ) -> Result<Decided<JobPlan>, SyncError> {
+        let input = SyncInput {
+            job: &job,
+            candidates: &candidates,
+            expectations_satisfied: basis.expectations_satisfied,
+            expected_rm_finalizers: &basis.expected_rm_finalizers,
+            backoff: basis.backoff,
+            now: basis.now,
+            suspend_clears_start_time: self.features.mutable_scheduling_directives_for_suspended_jobs,
+        };
+        let plan = match plan_pods(&input) {
+            Ok(Decision::Sync(plan)) => plan,
+            other => return self.without_plan(key, &input, other, started),
+        };
+        Ok(Decided::Plan(JobPlan(Planned::Sync {
+            job,
+            candidates,
+            basis,
+            plan,
+            started,
+        })))
+    }
+
     /// A Job the plan has nothing to do for.
     fn without_plan(
         &self,

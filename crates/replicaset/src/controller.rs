@@ -316,6 +316,20 @@ impl<P: PodControl, K: ReplicaKind> Steps for ReplicaSetController<P, K> {
         }
     }
 
+    async fn claim(&self, key: &ObjectKey, p: &Planned<K>) -> Result<Vec<String>, SyncError> {
+        self.executor.claim(key, &p.plan).await
+    }
+
+    fn without(
+        &self,
+        _: &ObjectKey,
+        p: Planned<K>,
+        gone: &[String],
+    ) -> Result<Decided<Planned<K>>, SyncError> {
+        let plan = p.plan.without(&self.view(&p.obj), gone);
+        Ok(Decided::Plan(Planned { plan, ..p }))
+    }
+
     async fn execute(&self, key: &ObjectKey, p: Planned<K>) -> Result<Option<Duration>, SyncError> {
         if let crate::plan::ReplicaChange::Delete(chosen) = &p.plan.replicas.change
             && chosen.len() < p.plan.replicas.active.len()

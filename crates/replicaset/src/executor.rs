@@ -61,8 +61,37 @@ impl<P, K> std::fmt::Debug for Executor<P, K> {
 }
 
 impl<P: PodControl, K: ReplicaKind> Executor<P, K> {
-    /// Claims, scales, writes the status of `obj` (`rs` is its ReplicaSet view, which the plan was
-    /// made on); returns when to sync again (availability checks).
+    /// Adopts and releases the plan's pods ([`execute_claims`]: every one of them whatever fails,
+    /// adoption after one fresh read of the owner); the UIDs of orphans found deleted when adopted.
+    /// An adoption's resourceVersion goes to the consistency store.
+    pub async fn claim(&self, key: &ObjectKey, plan: &SyncPlan) -> Result<Vec<String>, SyncError> {
+        let SyncPlan { owner, claims, .. } = plan;
+        if claims.adopt.is_empty() && claims.release.is_empty() {
+            return Ok(Vec::new());
+        }
+        let outcome = execute_claims(&PodClaims(&self.control), owner, claims, || {
+            recheck_owner::<K>(&self.client, owner, "pods")
+        })
+        .await;
+        for version in &outcome.adopted_versions {
+            self.wrote(key, owner, GR_PODS, Some(version));
+        }
+        let gone = outcome
+            .gone
+            .iter()
+            .map(|p| p.metadata.uid.clone().unwrap_or_default())
+            .collect();
+        match outcome.first_error() {
+            Some(source) => Err(SyncError::Claim {
+                key: key.clone(),
+                source,
+            }),
+            None => Ok(gone),
+        }
+    }
+
+    /// Scales and writes the status of `obj` (`rs` is its ReplicaSet view, which the plan was made
+    /// on), its claims made; returns when to sync again (availability checks).
     pub async fn execute(
         &self,
         key: &ObjectKey,
@@ -70,33 +99,7 @@ impl<P: PodControl, K: ReplicaKind> Executor<P, K> {
         rs: &ReplicaSet,
         plan: SyncPlan,
     ) -> Result<Option<Duration>, SyncError> {
-        let SyncPlan {
-            owner,
-            claims,
-            mut replicas,
-        } = plan;
-        if !claims.adopt.is_empty() || !claims.release.is_empty() {
-            let outcome = execute_claims(&PodClaims(&self.control), &owner, &claims, || {
-                recheck_owner::<K>(&self.client, &owner, "pods")
-            })
-            .await;
-            for version in &outcome.adopted_versions {
-                self.wrote(key, &owner, GR_PODS, Some(version));
-            }
-            let gone = outcome.gone.clone();
-            if let Some(source) = outcome.first_error() {
-                return Err(SyncError::Claim {
-                    key: key.clone(),
-                    source,
-                });
-            }
-            if !gone.is_empty() {
-                // Pods deleted between the list and their adoption: not ours, and (as upstream's
-                // ClaimObject ignores NotFound) the sync goes on with the pods it did claim.
-                tracing::debug!(replica_set = %key, gone = gone.len(), "orphans vanished before adoption");
-                replicas = replicas.without(rs, &gone);
-            }
-        }
+        let SyncPlan { owner, replicas, .. } = plan;
         let manage = self.manage(key, &owner, rs, &replicas.change).await;
         // As upstream's syncReplicaSet: status and the availability requeue as of after the scaling,
         // which takes seconds when hundreds of pods are created.

@@ -102,10 +102,10 @@ async fn sync(
     };
     let plan = plan_sync(&input, Vec::new).expect("valid selector");
     let executor = executor(server);
-    let requeue = executor
-        .execute(&ObjectKey::of(rs), rs, rs, plan)
-        .await
-        .expect("synced");
+    let key = ObjectKey::of(rs);
+    let gone = executor.claim(&key, &plan).await.expect("claimed");
+    let plan = plan.without(rs, &gone);
+    let requeue = executor.execute(&key, rs, rs, plan).await.expect("synced");
     (executor, requeue)
 }
 
@@ -243,10 +243,9 @@ async fn a_replication_controller_adopts_creates_and_writes_its_own_status() {
     };
     let plan = crate::plan::plan_sync_for(&input, Owner::of(&rc), Vec::new).unwrap();
     let executor = executor::<ReplicationController>(&server);
-    executor
-        .execute(&ObjectKey::of(&rc), &rc, &view, plan)
-        .await
-        .expect("synced");
+    let key = ObjectKey::of(&rc);
+    executor.claim(&key, &plan).await.expect("claimed");
+    executor.execute(&key, &rc, &view, plan).await.expect("synced");
     assert_eq!(server.writes("pods"), ["patch o", "create web-1"]);
     for name in ["o", "web-1"] {
         let pod: FullPod = server.get("ns", name).unwrap();

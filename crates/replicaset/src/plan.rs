@@ -92,6 +92,17 @@ pub struct SyncPlan {
     pub replicas: ReplicaPlan,
 }
 
+impl SyncPlan {
+    /// The plan without the orphans `gone` (their UIDs) it counted as adopted: they were deleted
+    /// before they could be, so they are not this ReplicaSet's pods (upstream's `ClaimObject`
+    /// ignores NotFound and the sync goes on with the pods it did claim).
+    #[must_use]
+    pub fn without(self, rs: &ReplicaSet, gone: &[String]) -> SyncPlan {
+        let replicas = self.replicas.without(rs, gone);
+        SyncPlan { replicas, ..self }
+    }
+}
+
 /// Why a ReplicaSet cannot be planned for. Reported (event and log) and not retried: only a change to
 /// the object can fix it.
 #[derive(Debug, thiserror::Error)]
@@ -216,12 +227,11 @@ impl ReplicaPlan {
     /// deleted. Upstream's `ClaimObject` ignores NotFound, and the same sync scales and writes
     /// status with the pods it did claim.
     #[must_use]
-    pub fn without(self, rs: &ReplicaSet, gone: &[Arc<Pod>]) -> ReplicaPlan {
-        let uid = |p: &Pod| p.metadata.uid.clone();
+    pub fn without(self, rs: &ReplicaSet, gone: &[String]) -> ReplicaPlan {
         let active = self
             .active
             .into_iter()
-            .filter(|p| !gone.iter().any(|g| uid(g) == uid(p)))
+            .filter(|p| !gone.iter().any(|g| p.metadata.uid.as_deref() == Some(g.as_str())))
             .collect();
         decide_replicas(rs, active, self.terminating, self.basis, Vec::new)
     }

@@ -260,12 +260,12 @@ fn deletion_age_ratio_is_each_chosen_ready_pods_age_over_the_youngest_ready_pods
 #[test]
 fn adoptions_that_find_the_pod_gone_are_decided_again_without_it() {
     let orphan = |name: &str| pod(name).label("app", "web").label("tier", "fe").node("n1");
-    let named = |p: &SyncPlan, name: &str| -> Vec<Arc<Pod>> {
+    let named = |p: &SyncPlan, name: &str| -> Vec<String> {
         p.claims
             .adopt
             .iter()
             .filter(|o| o.metadata.name.as_deref() == Some(name))
-            .cloned()
+            .filter_map(|o| o.metadata.uid.clone())
             .collect()
     };
     // Scale up: both orphans were counted; one vanished, so one pod is missing.

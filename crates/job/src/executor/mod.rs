@@ -84,18 +84,12 @@ impl<P> std::fmt::Debug for Executor<P> {
 }
 
 impl<P: PodControl> Executor<P> {
-    /// Carries out the plan; returns when to sync again.
+    /// Carries out the plan, its claims made ([`Self::claim`]); returns when to sync again.
     pub(crate) async fn execute(
         &self,
         key: &ObjectKey,
         plan: SyncPlan,
     ) -> Result<Option<Duration>, SyncError> {
-        self.adopt_and_release(key, &plan)
-            .await
-            .map_err(|source| SyncError::Claim {
-                key: key.clone(),
-                source,
-            })?;
         let (outcome, manage_err) = self.manage(key, &plan).await;
         let sp = status_plan(&plan, &outcome);
         for e in &sp.events {
@@ -181,8 +175,8 @@ impl<P: PodControl> Executor<P> {
 
     /// Adopts (adding the finalizer) and releases (removing it) through [`execute_claims`]: every
     /// claim is tried, as upstream's `ClaimPods`, adoption after one fresh read of the Job; the
-    /// first error fails the sync afterwards.
-    async fn adopt_and_release(&self, key: &ObjectKey, plan: &SyncPlan) -> Result<(), ControlError> {
+    /// first error fails the sync afterwards. The UIDs of orphans found deleted when adopted.
+    pub(crate) async fn claim(&self, key: &ObjectKey, plan: &SyncPlan) -> Result<Vec<String>, SyncError> {
         let writes = JobClaims {
             control: &self.control,
             consistency: &self.consistency,
@@ -193,7 +187,18 @@ impl<P: PodControl> Executor<P> {
             recheck_owner::<Job>(&self.client, &plan.owner, "pods")
         })
         .await;
-        outcome.first_error().map_or(Ok(()), Err)
+        let gone = outcome
+            .gone
+            .iter()
+            .map(|p| p.metadata.uid.clone().unwrap_or_default())
+            .collect();
+        match outcome.first_error() {
+            Some(source) => Err(SyncError::Claim {
+                key: key.clone(),
+                source,
+            }),
+            None => Ok(gone),
+        }
     }
 
     /// A patch of one of `owner`'s pods. Its resourceVersion goes to the consistency store, as

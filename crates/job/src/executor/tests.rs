@@ -89,7 +89,15 @@ impl Process {
             suspend_clears_start_time: true,
         };
         match plan_pods(&input).expect("valid selector") {
-            Decision::Sync(plan) => self.executor.execute(&ObjectKey::parse(KEY), *plan).await,
+            Decision::Sync(plan) => {
+                let key = ObjectKey::parse(KEY);
+                let gone = self.executor.claim(&key, &plan).await?;
+                assert!(
+                    gone.is_empty(),
+                    "no test here deletes an orphan before its adoption"
+                );
+                self.executor.execute(&key, *plan).await
+            }
             _ => Ok(None),
         }
     }
