@@ -40,6 +40,11 @@ else
   [[ $profile == dev ]] && binary=target/debug/kcm-rs
   $cargo build --profile "$profile" -p kcm-rs
 fi
+# The pass's charts (hack/bench/plots.py).
+python3 -c 'import matplotlib' 2>/dev/null || {
+  echo "hack/bench.sh: the charts need matplotlib: python3 -m pip install matplotlib" >&2
+  exit 1
+}
 "$here/cluster.sh" down >/dev/null 2>&1 || true
 logs=${KCM_RS_RUN_DIR}.logs # kept after the control plane is gone
 trap 'rm -rf "$logs"; cp -r "$KCM_RS_RUN_DIR/logs" "$logs" 2>/dev/null; "$here/cluster.sh" down; echo "logs: $logs"' EXIT

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from api import Watch, api_ok, free_port, ns_path, wait_until
 from report import percentile, request_figures
 
 TICKS = os.sysconf("SC_CLK_TCK")
+# How often the process's CPU and RSS are sampled for the charts (plots.py).
+SAMPLE_PERIOD = 0.5
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,19 @@ class Controller:
             raise
         time.sleep(2)  # informers list and sync after /healthz answers
         self.cpu0 = self.cpu()
+        self.series = []  # (seconds since cpu0, CPU seconds since cpu0, RSS MiB)
+        self._sampling = True
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+
+    def _sample(self):
+        t0 = time.monotonic()
+        while self._sampling and self.proc.poll() is None:
+            try:
+                self.series.append((time.monotonic() - t0, self.cpu() - self.cpu0, self.status_mib("VmRSS")))
+            except (OSError, IndexError, ValueError):
+                return  # the process is gone
+            time.sleep(SAMPLE_PERIOD)
 
     def wait_healthy(self):
         import ssl
@@ -94,6 +110,7 @@ class Controller:
         return None
 
     def stop(self):
+        self._sampling = False
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(30)
@@ -156,7 +173,8 @@ def run_one(cluster, api, workload, impl, size, qps, burst):
             result = dict(converge=converge, p50=percentile(lat, 50), p90=percentile(lat, 90),
                           p99=percentile(lat, 99), samples=len(lat),
                           watch_gaps=sum(w.gaps for w in watches),
-                          cpu=cpu, rss=ctl.status_mib("VmHWM"), rss_now=ctl.status_mib("VmRSS"))
+                          cpu=cpu, rss=ctl.status_mib("VmHWM"), rss_now=ctl.status_mib("VmRSS"),
+                          latencies=list(lat), series=list(ctl.series))
         finally:
             ctl.stop()
         time.sleep(3)  # the audit log is written in batches

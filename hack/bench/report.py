@@ -105,6 +105,30 @@ def perf_data(runs):
     return json.dumps({"version": "v1", "dataItems": items}, indent=1) + "\n"
 
 
+def sharded_perf_data(upstream, points):
+    """`PerfData` (v1) for a sharded pass: per replica count, the mean per-replica peak RSS, CPU and
+    MiB received over the idle reading and when all shards had synced, with upstream's one process
+    as the reference. `upstream` is (rss MiB, cpu s, MiB received); `points` holds (replicas,
+    synced after s, rows) with sharded_run's rows of (rss, cpu, pods, shards, MiB received)."""
+    def item(data, unit, controller, replicas, metric):
+        return {"data": data, "unit": unit, "labels": {"Metric": metric, "Controller": controller,
+                                                       "Replicas": str(replicas)}}
+    up_rss, up_cpu, up_mib = upstream
+    items = [item({"Perc50": round(up_rss, 1)}, "MiB", "upstream", 1, "PeakRSS"),
+             item({"Perc50": round(up_cpu, 2)}, "s", "upstream", 1, "CPU"),
+             item({"Perc50": round(up_mib, 1)}, "MiB", "upstream", 1, "Received")]
+    for replicas, synced_after, rows in points:
+        mean = lambda i: sum(r[i] for r in rows) / len(rows)  # noqa: E731
+        items += [item({"Perc50": round(mean(0), 1), "Perc99": round(max(r[0] for r in rows), 1)}, "MiB",
+                       "kcm-rs", replicas, "PeakRSSPerReplica"),
+                  item({"Perc50": round(mean(1), 2), "Perc99": round(max(r[1] for r in rows), 2)}, "s",
+                       "kcm-rs", replicas, "CPUPerReplica"),
+                  item({"Perc50": round(mean(4), 1), "Perc99": round(max(r[4] for r in rows), 1)}, "MiB",
+                       "kcm-rs", replicas, "ReceivedPerReplica"),
+                  item({"Perc50": round(synced_after * 1000, 1)}, "ms", "kcm-rs", replicas, "AllShardsSynced")]
+    return json.dumps({"version": "v1", "dataItems": items}, indent=1) + "\n"
+
+
 def unused_path(path):
     """`path`, or, when a file is there already (a second pass the same day), the first of
     `<stem>-2<ext>`, `<stem>-3<ext>`, ... that is free: a pass never overwrites another."""

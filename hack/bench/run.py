@@ -4,9 +4,10 @@ once with a second upstream KCM running only the controllers under test, once wi
 with the same client QPS/burst. See benches/README.md ("Side by side with upstream") for what each
 figure means; hack/bench.sh brings up the control plane and calls this.
 
-Only the standard library: the runner talks to the API server through `kubectl proxy`. The parts:
+The standard library and, for the charts, matplotlib: the runner talks to the API server through
+`kubectl proxy`. The parts:
 api.py (requests and watches), workloads.py (the workloads, each defined once), measure.py (one
-measured run), report.py (the tables).
+measured run), report.py (the tables), plots.py (the SVG charts, drawn by matplotlib).
 """
 import argparse
 import datetime
@@ -18,6 +19,7 @@ import time
 
 from api import Api, api_ok, free_port, log, wait_until
 from measure import Cluster, run_one
+import plots
 from report import appended, perf_data, results_file, table, unused_path
 from workloads import SCALES, WORKLOADS
 
@@ -66,7 +68,7 @@ def main():
                     log(f"{name} ({workload.describe(size)}), qps {qps}/{burst}: {impl}")
                     t = time.monotonic()
                     results[impl] = run_one(cluster, api, workload, impl, size, qps, burst)
-                    figures = {k: v for k, v in results[impl].items() if k != "by_kind"}
+                    figures = {k: v for k, v in results[impl].items() if k not in ("by_kind", "latencies", "series")}
                     log(f"  {impl}: {figures} in {time.monotonic() - t:.0f}s")
                 run = (workload.describe(size), workload.latency, qps, burst, results["upstream"], results["kcm-rs"])
                 runs.append(run)
@@ -85,7 +87,8 @@ def main():
         perf = os.path.splitext(path)[0] + ".perfdata.json"
         with open(perf, "w") as f:
             f.write(perf_data(runs))
-        log(f"tables written to {path}, clusterloader2 PerfData to {perf}")
+        charts = plots.write(plots.stem_of(path), runs)
+        log(f"tables written to {path}, clusterloader2 PerfData to {perf}, charts to {', '.join(charts)}")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from api import Api, api_ok, free_port, log, ns_path, wait_until
 from measure import TICKS, Cluster
+from report import sharded_perf_data
+import plots
 from sharded_work import (create_probes, deploy_wave, failover_probe, probe_pods, received_bytes, remove_wave,
                           scale_probe)
 
@@ -220,6 +222,7 @@ def main():
                               f"--port={port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     api = Api(port)
     lines = []
+    upstream, points = None, []  # the charts' and PerfData's figures
     try:
         wait_until("kubectl proxy", lambda: api_ok(api, "/api/v1/namespaces/default"), 30)
         # The number first: FNV-1a's top bits barely move with a name's last characters, so
@@ -235,7 +238,7 @@ def main():
                   f"{args.namespaces} namespaces; `--shards={args.shards}`; ShardedListAndWatch "
                   f"{'on' if gate else 'off'}; {os.cpu_count()} cores; each process read {IDLE_S} s after "
                   "its shards synced. Command: `hack/bench-sharded.sh " + " ".join(sys.argv[1:]) + "`", ""]
-        up_rss, up_cpu, up_mib = upstream_run(cluster)
+        up_rss, up_cpu, up_mib = upstream = upstream_run(cluster)
         log(f"upstream: {up_rss:.0f} MiB, {up_cpu:.1f} s CPU, {up_mib:.0f} MiB received")
         per_ns = args.pods // args.namespaces
         pods_by_shard = {}
@@ -252,6 +255,7 @@ def main():
         waves, failovers = [], []
         for r in counts:
             procs, synced_after, rows = sharded_run(cluster, r, args.shards, pods_by_shard)
+            points.append((r, synced_after, rows))
             cells = "; ".join(f"{n}, {pods}, {rss:.0f}, {cpu:.1f}, {mib:.1f}" for rss, cpu, pods, n, mib in rows)
             lines.append(f"| {r} | {synced_after:.1f} s | {cells} |")
             log(lines[-1])
@@ -294,6 +298,11 @@ def main():
             os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
             with open(args.out, "w") as f:
                 f.write(text)
+            if upstream and points:
+                stem = plots.stem_of(args.out)
+                with open(f"{stem}.perfdata.json", "w") as f:
+                    f.write(sharded_perf_data(upstream, points))
+                log(f"PerfData to {stem}.perfdata.json, chart to {plots.write_sharded(stem, upstream, points)}")
 
 
 if __name__ == "__main__":
