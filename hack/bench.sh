@@ -7,7 +7,7 @@
 # markdown table per workload; `--out benches/results/<date>-<topic>.md` writes them to a new file
 # there (what `make bench-e2e` does), `--append FILE` adds them to an existing one.
 #
-#   hack/bench.sh [--scale tiny|small|full] [--qps 20/30,100/200] [--workloads rs,scale,deploy,jobs,idle]
+#   hack/bench.sh [--scale tiny|small|full] [--qps 20/30,100/200] [--workloads rs,scale,deploy,jobs,batch,rollout,idle]
 #                 [--out FILE] [--append FILE]
 #
 # The runner is hack/bench/run.py (workloads in hack/bench/workloads.py; unit tests:

@@ -23,7 +23,7 @@ def objects(size):
 
 class Registry(unittest.TestCase):
     def test_each_workload_is_under_its_own_name(self):
-        self.assertEqual(list(WORKLOADS), ["rs", "scale", "deploy", "jobs", "idle"])
+        self.assertEqual(list(WORKLOADS), ["rs", "scale", "deploy", "jobs", "batch", "rollout", "idle"])
         for name, w in WORKLOADS.items():
             self.assertEqual(w.name, name)
 
@@ -48,6 +48,8 @@ class Registry(unittest.TestCase):
             "scale": "1 ReplicaSet scaled 0 -> 500 -> 0",
             "deploy": "20 Deployments x 10 pods, then a rolling image update of all",
             "jobs": "40 Jobs x 10 completions, parallelism 5",
+            "batch": "batch (clusterloader2's shape): 200 Jobs of one pod",
+            "rollout": "rollout: 200 Deployments of one pod, then all templates changed",
             "idle": "idle: 5000 cached pods (memory only)",
         })
         for w in WORKLOADS.values():
@@ -59,6 +61,8 @@ class Registry(unittest.TestCase):
             "scale": "spec.replicas changed -> first pod created/deleted",
             "deploy": "template changed -> new ReplicaSet created",
             "jobs": "pod Succeeded -> Job's next write",
+            "batch": "Job created -> Complete",
+            "rollout": "template changed -> rollout complete",
             "idle": "–",
         })
 
@@ -74,7 +78,7 @@ class Registry(unittest.TestCase):
 class Cli(unittest.TestCase):
     def test_defaults_run_every_workload_at_small_size(self):
         args = run.parse_args([])
-        self.assertEqual(args.workloads, "rs,scale,deploy,jobs,idle")
+        self.assertEqual(args.workloads, "rs,scale,deploy,jobs,batch,rollout,idle")
         self.assertEqual(args.scale, "small")
         self.assertEqual(args.qps, "20/30,100/200")
         self.assertIsNone(args.append)
@@ -135,3 +139,23 @@ class Reactions(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Shapes(unittest.TestCase):
+    def test_lifecycle_from_start_to_first_finish_per_object(self):
+        from shapes import lifecycle
+        job = lambda uid, done=False: {"metadata": {"uid": uid},  # noqa: E731
+                                       "status": {"conditions": [{"type": "Complete", "status": "True"}]} if done else {}}
+        events = [(1.0, "ADDED", job("a")), (1.5, "ADDED", job("b")), (2.0, "MODIFIED", job("a")),
+                  (4.0, "MODIFIED", job("a", True)), (5.0, "MODIFIED", job("a", True)), (9.0, "MODIFIED", job("c", True))]
+        from shapes import has_condition
+        lat = lifecycle(events, lambda ty, o: ty == "ADDED", lambda ty, o: has_condition(o, "Complete"))
+        self.assertEqual(lat, [3.0], "b never finished, c never started, a counted once")
+
+    def test_a_rollout_is_complete_when_every_replica_is_updated_and_available(self):
+        from shapes import rolled_out
+        d = lambda **s: {"spec": {"replicas": 1}, "status": s}  # noqa: E731
+        self.assertTrue(rolled_out(d(observedGeneration=2, updatedReplicas=1, availableReplicas=1, replicas=1), 2))
+        self.assertFalse(rolled_out(d(observedGeneration=2, updatedReplicas=1, availableReplicas=1, replicas=2), 2),
+                         "the old pod is still there")
+        self.assertFalse(rolled_out(d(observedGeneration=1, updatedReplicas=1, availableReplicas=1, replicas=1), 2))

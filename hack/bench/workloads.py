@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from api import Watch, log, ns_path, wait_until
+from shapes import batch_workload, rollout_workload
 
 # The sizes a pass runs at: "full" is the target workload list, "small" fits a 2-core pass at qps
 # 20/30 in about 15 minutes, "tiny" is CI's check that the runner starts.
@@ -293,6 +294,22 @@ WORKLOADS = {w.name: w for w in (
         describe=lambda size: f"{size[0]} Jobs x {size[1]} completions, parallelism {size[2]}",
         latency="pod Succeeded -> Job's next write",
         run=jobs_workload,
+    ),
+    Workload(
+        name="batch",
+        controllers="job-controller",
+        sizes={"full": 1000, "small": 200, "tiny": 3},
+        describe=lambda size: f"batch (clusterloader2's shape): {size} Jobs of one pod",
+        latency="Job created -> Complete",
+        run=batch_workload,
+    ),
+    Workload(
+        name="rollout",
+        controllers="deployment-controller,replicaset-controller",
+        sizes={"full": 500, "small": 200, "tiny": 3},
+        describe=lambda size: f"rollout: {size} Deployments of one pod, then all templates changed",
+        latency="template changed -> rollout complete",
+        run=rollout_workload,
     ),
     Workload(
         name="idle",
