@@ -2,8 +2,9 @@
 //! `syncX` (and controller-runtime leaves it to each reconciler); here a controller supplies the
 //! steps ([`Steps`]) and [`sync`] runs them in the one order:
 //!
-//! 1. read one's own writes (the stale gate), before or after taking the object as upstream's
-//!    controller of that kind does ([`FreshCheck`]);
+//! 1. read one's own writes (the stale gate): no sync, not even the forgetting of a deleted object,
+//!    while a cache is older than what this controller wrote for the key (upstream's ReplicaSet and
+//!    Job controllers check before they read the object);
 //! 2. take the cached object, or forget everything kept for a key whose object is gone;
 //! 3. decide on what the listers show: the candidates, the claims as data, the plan;
 //! 4. in shadow mode compare the plan with what upstream did; otherwise adopt and release what it
@@ -18,19 +19,6 @@ use informer::ObjectKey;
 
 use crate::{shadow::ShadowState, worker::Reconciler};
 
-/// Where a controller's stale gate stands in its sync, as in upstream's controller of its kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FreshCheck {
-    /// No gate: the controller reads nothing it wrote before deciding again.
-    None,
-    /// Before the object is read (upstream's Job controller): a stale cache delays even the
-    /// forgetting of a deleted object.
-    BeforeGet,
-    /// Once the object is known to exist (upstream's ReplicaSet controller): a deleted object's
-    /// keys are dropped whatever the caches show.
-    AfterGet,
-}
-
 /// What a controller decided for one object.
 #[derive(Debug)]
 pub enum Decided<P> {
@@ -39,7 +27,7 @@ pub enum Decided<P> {
     /// Nothing to do, in either mode; the sync asks for the key again after the duration, if any.
     Nothing(Option<Duration>),
     /// The object is another controller's to sync (a Job's `spec.managedBy`): nothing to do, and
-    /// nothing is kept for it, as for one that is gone.
+    /// shadow mode holds nothing against it.
     NotOurs,
 }
 
@@ -58,8 +46,6 @@ pub struct Comparison {
 pub trait Steps: Send + Sync + 'static {
     /// KCM's name for the controller, under which shadow mode files what it finds.
     const NAME: &'static str;
-    /// Where the stale gate stands ([`Self::ensure_fresh`]).
-    const FRESH_CHECK: FreshCheck = FreshCheck::None;
 
     /// The object a key names.
     type Object: Send + Sync + 'static;
@@ -68,7 +54,8 @@ pub trait Steps: Send + Sync + 'static {
     type Plan: Send;
     type Error: std::fmt::Display + Send;
 
-    /// `Err` while a cache is older than what this controller wrote for `key`.
+    /// `Err` while a cache is older than what this controller wrote for `key`. Default: the
+    /// controller reads nothing it wrote before deciding again.
     fn ensure_fresh(&self, key: &ObjectKey) -> Result<(), Self::Error> {
         let _ = key;
         Ok(())
@@ -131,22 +118,16 @@ pub trait Steps: Send + Sync + 'static {
 /// One sync of the object at `key`, in the order the module describes. `Ok(Some(d))` asks for the
 /// key again after `d`.
 pub async fn sync<S: Steps>(steps: &S, key: &ObjectKey) -> Result<Option<Duration>, S::Error> {
-    if S::FRESH_CHECK == FreshCheck::BeforeGet {
-        steps.ensure_fresh(key)?;
-    }
+    steps.ensure_fresh(key)?;
     let Some(object) = steps.get(key) else {
         steps.forget(key);
         forget_shadow(steps, key);
         return Ok(None);
     };
-    if S::FRESH_CHECK == FreshCheck::AfterGet {
-        steps.ensure_fresh(key)?;
-    }
     let plan = match steps.decide(key, object)? {
         Decided::Plan(plan) => plan,
         Decided::Nothing(again) => return Ok(again),
         Decided::NotOurs => {
-            steps.forget(key);
             forget_shadow(steps, key);
             return Ok(None);
         }
@@ -190,10 +171,7 @@ async fn claim_and_execute<S: Steps>(
         match steps.without(key, plan, &gone)? {
             Decided::Plan(plan) => plan,
             Decided::Nothing(again) => return Ok(again),
-            Decided::NotOurs => {
-                steps.forget(key);
-                return Ok(None);
-            }
+            Decided::NotOurs => return Ok(None),
         }
     };
     steps.execute(key, plan).await

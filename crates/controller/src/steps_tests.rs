@@ -4,11 +4,11 @@ use informer::ObjectKey;
 use k8s_openapi::api::core::v1::Namespace;
 use parking_lot::Mutex;
 
-use super::{Comparison, Decided, FreshCheck, Steps, sync};
+use super::{Comparison, Decided, Steps, sync};
 use crate::shadow::ShadowState;
 
 /// Steps that record which of them ran, with the answers each gives set by the test.
-struct Recorded<const AT: u8> {
+struct Recorded {
     calls: Mutex<Vec<&'static str>>,
     object: Option<u32>,
     stale: bool,
@@ -20,7 +20,7 @@ struct Recorded<const AT: u8> {
     client: kube::Client,
 }
 
-impl<const AT: u8> Recorded<AT> {
+impl Recorded {
     fn new(object: Option<u32>) -> Self {
         Self {
             calls: Mutex::default(),
@@ -54,17 +54,8 @@ impl<const AT: u8> Recorded<AT> {
     }
 }
 
-const NONE: u8 = 0;
-const BEFORE: u8 = 1;
-const AFTER: u8 = 2;
-
-impl<const AT: u8> Steps for Recorded<AT> {
+impl Steps for Recorded {
     const NAME: &'static str = "test-controller";
-    const FRESH_CHECK: FreshCheck = match AT {
-        BEFORE => FreshCheck::BeforeGet,
-        AFTER => FreshCheck::AfterGet,
-        _ => FreshCheck::None,
-    };
     type Object = u32;
     type Plan = u32;
     type Error = String;
@@ -132,65 +123,55 @@ fn key() -> ObjectKey {
 
 #[tokio::test]
 async fn a_plan_is_executed_and_its_requeue_returned() {
-    let steps = Recorded::<NONE>::new(Some(1));
+    let steps = Recorded::new(Some(1));
     assert_eq!(sync(&steps, &key()).await, Ok(Some(Duration::from_secs(3))));
-    assert_eq!(steps.calls(), ["get", "decide", "claim", "execute"]);
+    assert_eq!(steps.calls(), ["fresh", "get", "decide", "claim", "execute"]);
 }
 
 #[tokio::test]
 async fn an_orphan_deleted_before_its_adoption_is_planned_without() {
-    let mut steps = Recorded::<NONE>::new(Some(1));
+    let mut steps = Recorded::new(Some(1));
     steps.gone = vec!["uid-1".into()];
     sync(&steps, &key()).await.unwrap();
-    assert_eq!(steps.calls(), ["get", "decide", "claim", "without", "execute"]);
+    assert_eq!(
+        steps.calls(),
+        ["fresh", "get", "decide", "claim", "without", "execute"]
+    );
 }
 
 #[tokio::test]
 async fn a_gone_object_is_forgotten_without_a_decision() {
-    let steps = Recorded::<NONE>::new(None);
+    let steps = Recorded::new(None);
     assert_eq!(sync(&steps, &key()).await, Ok(None));
-    assert_eq!(steps.calls(), ["get", "forget"]);
+    assert_eq!(steps.calls(), ["fresh", "get", "forget"]);
 }
 
 #[tokio::test]
-async fn a_gate_before_the_read_holds_back_even_the_forgetting() {
-    let mut steps = Recorded::<BEFORE>::new(None);
+async fn a_stale_cache_holds_back_even_the_forgetting() {
+    let mut steps = Recorded::new(None);
     steps.stale = true;
     assert_eq!(sync(&steps, &key()).await, Err("ns/web: stale".to_owned()));
     assert_eq!(steps.calls(), ["fresh"]);
 }
 
 #[tokio::test]
-async fn a_gate_after_the_read_lets_a_gone_object_be_forgotten() {
-    let mut steps = Recorded::<AFTER>::new(None);
-    steps.stale = true;
-    assert_eq!(sync(&steps, &key()).await, Ok(None));
-    assert_eq!(steps.calls(), ["get", "forget"]);
-
-    let mut steps = Recorded::<AFTER>::new(Some(1));
-    steps.stale = true;
-    assert!(sync(&steps, &key()).await.is_err());
-    assert_eq!(steps.calls(), ["get", "fresh"]);
-}
-
-#[tokio::test]
 async fn nothing_to_do_ends_the_sync_with_its_wake_up() {
-    let mut steps = Recorded::<NONE>::new(Some(1));
+    let mut steps = Recorded::new(Some(1));
     steps.decided = || Decided::Nothing(Some(Duration::from_secs(9)));
     assert_eq!(sync(&steps, &key()).await, Ok(Some(Duration::from_secs(9))));
-    assert_eq!(steps.calls(), ["get", "decide"]);
+    assert_eq!(steps.calls(), ["fresh", "get", "decide"]);
 }
 
 #[tokio::test]
 async fn shadow_mode_compares_and_never_executes() {
-    let mut steps = Recorded::<NONE>::new(Some(1)).shadowed(Duration::from_secs(60));
+    let mut steps = Recorded::new(Some(1)).shadowed(Duration::from_secs(60));
     steps.comparison = || Comparison {
         fingerprint: 1,
         differences: vec!["would create 1 pod".into()],
         again: Some(Duration::from_secs(5)),
     };
     let again = sync(&steps, &key()).await.unwrap();
-    assert_eq!(steps.calls(), ["get", "decide", "compare"]);
+    assert_eq!(steps.calls(), ["fresh", "get", "decide", "compare"]);
     assert_eq!(
         again,
         Some(Duration::from_secs(5)),
@@ -211,7 +192,7 @@ async fn shadow_mode_compares_and_never_executes() {
 
 #[tokio::test]
 async fn shadow_mode_forgets_a_gone_object_and_one_that_is_not_ours() {
-    let steps = Recorded::<NONE>::new(Some(1)).shadowed(Duration::ZERO);
+    let steps = Recorded::new(Some(1)).shadowed(Duration::ZERO);
     let differing = || Comparison {
         fingerprint: 1,
         differences: vec!["would delete 1 pod".into()],
@@ -231,8 +212,8 @@ async fn shadow_mode_forgets_a_gone_object_and_one_that_is_not_ours() {
     sync(&steps, &key()).await.unwrap();
     assert!(steps.shadow.as_ref().unwrap().current().is_empty());
     assert!(
-        steps.calls().ends_with(&["decide", "forget"]),
-        "kept as little as for a gone one"
+        steps.calls().ends_with(&["decide"]),
+        "nothing else is dropped, as upstream"
     );
 
     steps.decided = || Decided::Plan(7);

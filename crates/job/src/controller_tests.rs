@@ -193,3 +193,25 @@ async fn a_job_written_finished_is_not_synced_on_a_stale_cache() {
             .awaited(finished.metadata.uid.as_deref().unwrap())
     );
 }
+
+/// A claim that fails fails the sync as a failed write does: counted as an error, as upstream's
+/// deferred metric counts a `getPodsForJob` failure.
+#[tokio::test]
+async fn a_failed_claim_is_a_failed_sync() {
+    let (c, cluster, metrics) = controller(job(1, Some(1)));
+    let p = crate::fixtures::pod("orphan").orphan().running().build();
+    cluster.insert(&*p);
+    c.handlers.pods.store().upsert(ObjectKey::of(&*p), p);
+    cluster
+        .on(Verb::Patch, "pods")
+        .fail(500, "InternalError", "etcdserver: request timed out");
+    let err = c.sync(&ObjectKey::parse(KEY)).await.unwrap_err();
+    assert!(matches!(err, SyncError::Claim { .. }), "{err}");
+    let recorded = metrics.0.lock().clone();
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert!(recorded[0].starts_with("sync NonIndexed error "), "{recorded:?}");
+    assert!(
+        cluster.writes("pods").iter().all(|w| !w.starts_with("create")),
+        "nothing after the claims"
+    );
+}

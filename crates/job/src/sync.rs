@@ -4,8 +4,8 @@
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use controller::{
-    Comparison, Decided, FreshCheck, Owner, PodControl, Steps, candidates, compact_pod::Pod,
-    events::TYPE_WARNING, object_reference, shadow::ShadowState,
+    Comparison, Decided, Owner, PodControl, Steps, candidates, compact_pod::Pod, events::TYPE_WARNING,
+    object_reference, shadow::ShadowState,
 };
 use informer::ObjectKey;
 use k8s_openapi::{api::batch::v1::Job, jiff::Timestamp};
@@ -54,8 +54,6 @@ struct Basis {
 
 impl<P: PodControl> Steps for JobController<P> {
     const NAME: &'static str = COMPONENT;
-    /// Upstream checks before reading the Job.
-    const FRESH_CHECK: FreshCheck = FreshCheck::BeforeGet;
     type Object = Job;
     type Plan = JobPlan;
     type Error = SyncError;
@@ -155,12 +153,20 @@ impl<P: PodControl> Steps for JobController<P> {
         }
     }
 
-    /// Adopts (adding the tracking finalizer) and releases (removing it).
+    /// Adopts (adding the tracking finalizer) and releases (removing it). A failed claim fails the
+    /// sync as a failed write does ([`Self::failed`]).
     async fn claim(&self, key: &ObjectKey, plan: &JobPlan) -> Result<Vec<String>, SyncError> {
-        let Planned::Sync { plan, .. } = &plan.0 else {
+        let Planned::Sync {
+            job, plan, started, ..
+        } = &plan.0
+        else {
             return Ok(Vec::new());
         };
-        self.executor.claim(key, plan).await
+        let claimed = self.executor.claim(key, plan).await;
+        if claimed.is_err() {
+            self.failed(key, job, plan.metrics_action, plan.requeue_after, *started);
+        }
+        claimed
     }
 
     fn without(
@@ -197,27 +203,42 @@ impl<P: PodControl> Steps for JobController<P> {
         else {
             return Ok(None);
         };
-        let mode = completion_mode_label(&job);
-        let action = plan.metrics_action;
-        let requeue = plan.requeue_after;
+        let (action, requeue) = (plan.metrics_action, plan.requeue_after);
         let result = self.executor.execute(key, *plan).await;
-        if result.is_err()
-            && let Some(after) = requeue
-        {
-            // Upstream queues its timed wake-ups (the active deadline, the end of a backoff) while
-            // it syncs, whatever the sync returns; the queue keeps the earlier of this and the
-            // rate-limited retry, so a Job whose writes keep failing still fails on its deadline.
-            self.handlers.queue.add_after(key.clone(), after);
+        if result.is_err() {
+            self.failed(key, &job, action, requeue, started);
+        } else {
+            let mode = completion_mode_label(&job);
+            self.executor
+                .metrics
+                .job_sync(mode, "success", action, started.elapsed());
         }
-        let outcome = if result.is_ok() { "success" } else { "error" };
-        self.executor
-            .metrics
-            .job_sync(mode, outcome, action, started.elapsed());
         result
     }
 }
 
 impl<P: PodControl> JobController<P> {
+    /// A sync whose claims or writes failed: counted, and its timed wake-up queued all the same.
+    fn failed(
+        &self,
+        key: &ObjectKey,
+        job: &Job,
+        action: &'static str,
+        requeue: Option<Duration>,
+        started: Instant,
+    ) {
+        if let Some(after) = requeue {
+            // Upstream queues its timed wake-ups (the active deadline, the end of a backoff) while
+            // it syncs, whatever the sync returns; the queue keeps the earlier of this and the
+            // rate-limited retry, so a Job whose writes keep failing still fails on its deadline.
+            self.handlers.queue.add_after(key.clone(), after);
+        }
+        let mode = completion_mode_label(job);
+        self.executor
+            .metrics
+            .job_sync(mode, "error", action, started.elapsed());
+    }
+
     /// The plan on `candidates` (upstream `syncJob` up to its writes).
     fn plan(
         &self,
@@ -261,6 +282,9 @@ impl<P: PodControl> JobController<P> {
             Ok(Decision::Sync(_)) => unreachable!("a plan is executed, not passed here"),
             Ok(Decision::ManagedExternally(name)) => {
                 tracing::debug!(job = %key, controller = name, "managed by another controller; skipping");
+                if let Some(s) = &self.shadow {
+                    s.finishes.forget(key.as_str());
+                }
                 Ok(Decided::NotOurs)
             }
             Ok(Decision::Finished) => {

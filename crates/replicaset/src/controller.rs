@@ -12,7 +12,6 @@ use controller::Controller;
 use controller::Decided;
 use controller::EventRecorder;
 use controller::Expectations;
-use controller::FreshCheck;
 use controller::KubePodControl;
 use controller::NoWrites;
 use controller::Owner;
@@ -224,8 +223,6 @@ pub struct Planned<K> {
 
 impl<P: PodControl, K: ReplicaKind> Steps for ReplicaSetController<P, K> {
     const NAME: &'static str = K::COMPONENT;
-    /// Upstream reads its own writes once the object is known to exist.
-    const FRESH_CHECK: FreshCheck = FreshCheck::AfterGet;
     type Object = K;
     type Plan = Planned<K>;
     type Error = SyncError;
