@@ -28,5 +28,7 @@ pub use cluster::{Cluster, Mode, ModeGuard};
 pub use counting::{RequestCounter, counting_client};
 pub use kcm_rs::{KcmRs, free_port};
 pub use namespace::{Observed, TestNamespace, with_namespace};
-pub use shard_audit::{AuditSummary, check_writes_within_terms, check_writes_within_terms_or_unfenced};
+pub use shard_audit::{
+    AuditSummary, check_writes_within_terms, check_writes_within_terms_or_unfenced, timed_out_creates,
+};
 pub use wait::{DEFAULT_WAIT, wait_for};

@@ -235,6 +235,32 @@ fn terms_of(updates: &[(String, String, String)]) -> Vec<Term> {
 }
 
 /// The identity in a sharded replica's User-Agent, `kcm-rs/<client>/<identity>`.
+/// Per namespace, how many creates of `resource` by kcm-rs the server answered 504. Its timeout
+/// filter answers when a request's `?timeout=` (a fenced write carries its window's remainder) runs
+/// out, while the handler may still commit the object: such a create may have made one, and the
+/// controller, taking it as failed, makes another at its next sync (so does upstream's, which
+/// lowers its expectations on any create error).
+pub fn timed_out_creates(log: &str, resource: &str) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for line in log.lines() {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let ours = event["userAgent"].as_str().and_then(replica_of).is_some();
+        let object = &event["objectRef"];
+        if event["stage"] == "ResponseComplete"
+            && ours
+            && event["verb"] == "create"
+            && object["resource"] == resource
+            && event["responseStatus"]["code"] == 504
+        {
+            let namespace = object["namespace"].as_str().unwrap_or_default().to_owned();
+            *out.entry(namespace).or_default() += 1;
+        }
+    }
+    out
+}
+
 fn replica_of(agent: &str) -> Option<&str> {
     let mut parts = agent.splitn(3, '/');
     (parts.next()? == "kcm-rs").then_some(())?;

@@ -180,3 +180,28 @@ fn the_unsharded_leaders_write_answered_after_its_release_passes_until_another_h
     let after = [lock(1, A, Some(A)), lock(3, A, None), write(4, A, "ns")];
     assert_eq!(check_with_lock(&after).unwrap_err().len(), 1);
 }
+
+#[test]
+fn creates_answered_504_are_counted_per_namespace() {
+    let timed_out = |ns: &str, code: u16, agent: &str| {
+        json!({
+            "stage": "ResponseComplete", "userAgent": agent, "verb": "create",
+            "objectRef": {"resource": "pods", "namespace": ns},
+            "responseStatus": {"code": code},
+        })
+        .to_string()
+    };
+    let log = [
+        timed_out("a", 504, "kcm-rs/replication-controller/host_a"),
+        timed_out("a", 504, "kcm-rs/job-controller/host_b"),
+        timed_out("a", 201, "kcm-rs/job-controller/host_b"),
+        timed_out("b", 504, "kube-controller-manager/v1.36.3"),
+        write(1, A, "c"),
+    ]
+    .join("\n");
+    assert_eq!(
+        timed_out_creates(&log, "pods"),
+        BTreeMap::from([("a".to_owned(), 2)])
+    );
+    assert!(timed_out_creates(&log, "jobs").is_empty());
+}
