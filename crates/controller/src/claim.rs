@@ -88,6 +88,19 @@ impl<K> ClaimOutcome<K> {
     }
 }
 
+impl<K: Resource> ClaimOutcome<K> {
+    /// What the sync goes on with: the UIDs of the orphans found gone (to plan again without), or
+    /// the first failure.
+    pub fn gone_or_first_error(self) -> Result<Vec<String>, ControlError> {
+        let gone = self
+            .gone
+            .iter()
+            .map(|o| o.meta().uid.clone().unwrap_or_default())
+            .collect();
+        self.first_error().map_or(Ok(gone), Err)
+    }
+}
+
 /// Adopts `plan.adopt` and releases `plan.release`, every one of them whatever fails, as upstream's
 /// `ClaimObject` loop does. `can_adopt` is asked once, and only if there is something to adopt
 /// ([`recheck_owner`]); if it refuses, nothing is adopted, the releases are still made, and the

@@ -284,18 +284,10 @@ impl Executor {
             recheck_owner::<Deployment>(&self.client, owner, "replica sets")
         })
         .await;
-        let gone = outcome
-            .gone
-            .iter()
-            .map(|rs| rs.metadata.uid.clone().unwrap_or_default())
-            .collect();
-        match outcome.first_error() {
-            Some(source) => Err(SyncError::Claim {
-                key: key.clone(),
-                source,
-            }),
-            None => Ok(gone),
-        }
+        outcome.gone_or_first_error().map_err(|source| SyncError::Claim {
+            key: key.clone(),
+            source,
+        })
     }
 }
 

@@ -76,18 +76,10 @@ impl<P: PodControl, K: ReplicaKind> Executor<P, K> {
         for version in &outcome.adopted_versions {
             self.wrote(key, owner, GR_PODS, Some(version));
         }
-        let gone = outcome
-            .gone
-            .iter()
-            .map(|p| p.metadata.uid.clone().unwrap_or_default())
-            .collect();
-        match outcome.first_error() {
-            Some(source) => Err(SyncError::Claim {
-                key: key.clone(),
-                source,
-            }),
-            None => Ok(gone),
-        }
+        outcome.gone_or_first_error().map_err(|source| SyncError::Claim {
+            key: key.clone(),
+            source,
+        })
     }
 
     /// Scales and writes the status of `obj` (`rs` is its ReplicaSet view, which the plan was made

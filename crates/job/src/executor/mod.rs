@@ -187,18 +187,10 @@ impl<P: PodControl> Executor<P> {
             recheck_owner::<Job>(&self.client, &plan.owner, "pods")
         })
         .await;
-        let gone = outcome
-            .gone
-            .iter()
-            .map(|p| p.metadata.uid.clone().unwrap_or_default())
-            .collect();
-        match outcome.first_error() {
-            Some(source) => Err(SyncError::Claim {
-                key: key.clone(),
-                source,
-            }),
-            None => Ok(gone),
-        }
+        outcome.gone_or_first_error().map_err(|source| SyncError::Claim {
+            key: key.clone(),
+            source,
+        })
     }
 
     /// A patch of one of `owner`'s pods. Its resourceVersion goes to the consistency store, as
