@@ -6,10 +6,8 @@
 
 use std::{sync::Arc, time::Duration};
 
-use informer::{InformerOptions, ObjectKey, SharedInformer, SharedInformerFactory, WorkQueue};
-use k8s_openapi::NamespaceResourceScope;
-use kube::{Client, Resource};
-use serde::de::DeserializeOwned;
+use informer::{InformerOptions, Namespaced, ObjectKey, SharedInformer, SharedInformerFactory, WorkQueue};
+use kube::Client;
 
 use crate::{
     ControllerMetrics, EventRecorder, FeatureGates, OWNER_INDEX, Wiring, owner_index, shadow::ShadowState,
@@ -46,29 +44,6 @@ impl CommonOptions {
             resync_period: None,
         }
     }
-}
-
-/// A namespaced kind the shared factory can list, watch and cache.
-pub trait Namespaced:
-    Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-    + Clone
-    + DeserializeOwned
-    + std::fmt::Debug
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<K> Namespaced for K where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static
-{
 }
 
 /// What a controller is built from.

@@ -32,8 +32,8 @@ pub mod workqueue;
 pub mod testing;
 
 pub use informer::{
-    DeletedObject, EventHandler, HandlerFns, HandlerRegistration, HasSynced, InformerOptions, SharedInformer,
-    SharedInformerFactory, wait_for_cache_sync,
+    DeletedObject, EventHandler, HandlerFns, HandlerRegistration, HasSynced, InformerOptions, Namespaced,
+    SharedInformer, SharedInformerFactory, wait_for_cache_sync,
 };
 pub use key::ObjectKey;
 pub use layout::{AUTO_TAG, Layout, LayoutError};

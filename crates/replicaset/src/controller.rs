@@ -2,7 +2,7 @@
 //! for either kind ([`crate::ReplicaKind`]).
 
 use controller::compact_pod::Pod;
-use std::{borrow::Cow, collections::HashSet, sync::Arc, time::Duration};
+use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use controller::Build;
 use controller::Comparison;
@@ -170,15 +170,17 @@ impl<P: PodControl, K: ReplicaKind> ReplicaSetController<P, K> {
     }
 
     /// The object as the plan sees it: a ReplicaSet (a ReplicationController converted), with shadow
-    /// mode's perturbation applied.
-    fn view<'a>(&self, obj: &'a K) -> Cow<'a, ReplicaSet> {
-        let mut rs = obj.as_replica_set();
-        if self.options.ignore_min_ready_seconds
-            && let Some(spec) = rs.to_mut().spec.as_mut()
-        {
+    /// mode's perturbation applied. Made once a sync and carried in its [`Planned`].
+    fn view(&self, obj: &Arc<K>) -> Arc<ReplicaSet> {
+        let view = obj.shared_view();
+        if !self.options.ignore_min_ready_seconds {
+            return view;
+        }
+        let mut rs = Arc::unwrap_or_clone(view);
+        if let Some(spec) = rs.spec.as_mut() {
             spec.min_ready_seconds = Some(0);
         }
-        rs
+        Arc::new(rs)
     }
 
     /// Pods selected by every object with the same controller as `obj`, each once (upstream
@@ -215,6 +217,8 @@ impl<P: PodControl, K: ReplicaKind> Controller for ReplicaSetController<P, K> {
 #[derive(Debug)]
 pub struct Planned<K> {
     obj: Arc<K>,
+    /// `obj` as the plan saw it (`view`).
+    view: Arc<ReplicaSet>,
     candidates: Vec<Arc<Pod>>,
     plan: SyncPlan,
     now: Timestamp,
@@ -269,12 +273,12 @@ impl<P: PodControl, K: ReplicaKind> Steps for ReplicaSetController<P, K> {
     /// an event and not retried.
     fn decide(&self, key: &ObjectKey, obj: Arc<K>) -> Result<Decided<Planned<K>>, SyncError> {
         let started = Instant::now();
-        let rs = self.view(&obj);
+        let view = self.view(&obj);
         let satisfied = self.handlers.expectations.satisfied(key.as_str());
         let candidates = candidates(self.pods.store(), &*obj);
         let now = self.executor.clock.now();
         let input = SyncInput {
-            rs: &rs,
+            rs: &view,
             expectations_satisfied: satisfied,
             candidates: &candidates,
             burst_replicas: self.options.burst_replicas,
@@ -295,9 +299,9 @@ impl<P: PodControl, K: ReplicaKind> Steps for ReplicaSetController<P, K> {
                 return Ok(Decided::Nothing(None));
             }
         };
-        drop(rs);
         Ok(Decided::Plan(Planned {
             obj,
+            view,
             candidates,
             plan,
             now,
@@ -307,7 +311,7 @@ impl<P: PodControl, K: ReplicaKind> Steps for ReplicaSetController<P, K> {
 
     fn compare(&self, _: &ObjectKey, p: Planned<K>) -> Comparison {
         Comparison {
-            differences: shadow::differences(&self.view(&p.obj), &p.plan),
+            differences: shadow::differences(&p.view, &p.plan),
             fingerprint: controller::shadow::fingerprint(&*p.obj, &p.candidates),
             again: None,
         }
@@ -323,7 +327,7 @@ impl<P: PodControl, K: ReplicaKind> Steps for ReplicaSetController<P, K> {
         p: Planned<K>,
         gone: &[String],
     ) -> Result<Decided<Planned<K>>, SyncError> {
-        let plan = p.plan.without(&self.view(&p.obj), gone);
+        let plan = p.plan.without(&p.view, gone);
         Ok(Decided::Plan(Planned { plan, ..p }))
     }
 
@@ -335,10 +339,7 @@ impl<P: PodControl, K: ReplicaKind> Steps for ReplicaSetController<P, K> {
                 self.options.metrics.sorting_deletion_age_ratio(ratio);
             }
         }
-        let result = self
-            .executor
-            .execute(key, &*p.obj, &self.view(&p.obj), p.plan)
-            .await;
+        let result = self.executor.execute(key, &*p.obj, &p.view, p.plan).await;
         tracing::debug!(replica_set = %key, elapsed = ?p.started.elapsed(), "finished syncing");
         result
     }

@@ -5,7 +5,7 @@
 //! field for. [`ReplicaKind`] is that seam: the plan and the status are computed on the
 //! [`ReplicaSet`] view of the object, and the writes go to the object's own kind.
 
-use std::{borrow::Cow, fmt::Debug};
+use std::{borrow::Cow, fmt::Debug, sync::Arc};
 
 use controller::FeatureGates;
 use informer::{LabelMatcher, SelectorError};
@@ -45,6 +45,11 @@ pub trait ReplicaKind:
 
     /// The object as a ReplicaSet: borrowed for a ReplicaSet, converted for the other kinds.
     fn as_replica_set(&self) -> Cow<'_, ReplicaSet>;
+    /// The same, to keep beside the object for the rest of a sync: the cached ReplicaSet itself, or
+    /// one conversion of the other kinds.
+    fn shared_view(self: &Arc<Self>) -> Arc<ReplicaSet> {
+        Arc::new(self.as_replica_set().into_owned())
+    }
     /// Its selector, without converting the whole object (the pod handlers ask for every pod).
     fn selector(&self) -> Result<LabelMatcher, SelectorError>;
     fn min_ready_seconds(&self) -> i32;
@@ -69,6 +74,10 @@ impl ReplicaKind for ReplicaSet {
 
     fn as_replica_set(&self) -> Cow<'_, ReplicaSet> {
         Cow::Borrowed(self)
+    }
+
+    fn shared_view(self: &Arc<Self>) -> Arc<ReplicaSet> {
+        Arc::clone(self)
     }
 
     fn selector(&self) -> Result<LabelMatcher, SelectorError> {

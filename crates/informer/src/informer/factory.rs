@@ -7,13 +7,15 @@ use std::{
     sync::Arc,
 };
 
-use k8s_openapi::NamespaceResourceScope;
 use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use super::shared::{Scope, SharedInformer};
+use super::{
+    kind::Namespaced,
+    shared::{Scope, SharedInformer},
+};
 use crate::{
     listwatch::ListerWatcher,
     metrics::{MetricsProvider, NoopMetrics},
@@ -139,16 +141,7 @@ impl SharedInformerFactory {
     }
 
     /// The shared informer for a namespaced kind.
-    pub fn namespaced<K>(&self, options: InformerOptions) -> SharedInformer<K>
-    where
-        K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-            + Clone
-            + DeserializeOwned
-            + std::fmt::Debug
-            + Send
-            + Sync
-            + 'static,
-    {
+    pub fn namespaced<K: Namespaced>(&self, options: InformerOptions) -> SharedInformer<K> {
         self.get_or_create(options, true, |client, namespaces| {
             if namespaces.is_empty() {
                 vec![Scope::new(Api::all(client), None)]

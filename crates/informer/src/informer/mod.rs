@@ -2,6 +2,7 @@
 
 mod factory;
 mod handler;
+mod kind;
 mod listener;
 mod shared;
 mod sync;
@@ -11,6 +12,7 @@ mod shared_tests;
 
 pub use factory::{InformerOptions, SharedInformerFactory};
 pub use handler::{DeletedObject, EventHandler, HandlerFns};
+pub use kind::Namespaced;
 pub use listener::HandlerRegistration;
 pub use shared::{MIN_RESYNC_PERIOD, Scope, SharedInformer};
 pub use sync::{CACHE_SYNC_POLL_PERIOD, HasSynced, wait_for_cache_sync};
