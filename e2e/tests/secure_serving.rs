@@ -2,8 +2,8 @@
 //! requests (no credentials, ServiceAccount tokens with and without the shipped metrics-reader
 //! ClusterRole, client certificates signed by the cluster CA, expired and foreign certificates, a
 //! garbage token, plain HTTP, an unknown path) get the same status codes and the same `Status`
-//! bodies from both, and with the right both serve a CPU profile (`--profiling`) that `go tool pprof`
-//! reads. kcm-rs keeps reconciling a ReplicaSet while it is fed bad requests. Also: a
+//! bodies from both, and with the right both serve a CPU and a heap profile (`--profiling`) that
+//! `go tool pprof` reads. kcm-rs keeps reconciling a ReplicaSet while it is fed bad requests. Also: a
 //! given certificate is served, the generated one names localhost and 127.0.0.1, and
 //! `--tls-min-version=VersionTLS13` refuses TLS 1.2.
 
@@ -268,14 +268,17 @@ async fn disruptive_serves_like_upstream_kcm_and_keeps_reconciling() {
             mismatches.join("\n")
         );
 
-        // With the right (the admin's token), a CPU profile from each that `go tool pprof` reads.
+        // With the right (the admin's token), a CPU and a heap profile from each that `go tool
+        // pprof` reads, of the same type (the heap's default view: the live bytes).
         let admin = std::fs::read_to_string(cluster.run_dir.join("pki/admin.token")).expect("admin token");
         for (who, port) in [("kube-controller-manager", upstream.port), ("kcm-rs", kcm.port)] {
-            let top = pprof_top(&dir, who, port, admin.trim());
-            assert!(
-                top.contains("Type: cpu"),
-                "go tool pprof -top of {who}'s profile:\n{top}"
-            );
+            for (profile, kind) in [("profile?seconds=2", "cpu"), ("heap?seconds=2", "inuse_space")] {
+                let top = pprof_top(&dir, who, port, profile, admin.trim());
+                assert!(
+                    top.contains(&format!("Type: {kind}")),
+                    "go tool pprof -top of {who}'s {profile}:\n{top}"
+                );
+            }
         }
 
         // Bad requests meanwhile do not stop the controllers: scale a ReplicaSet through them.
@@ -370,11 +373,12 @@ async fn a_given_certificate_and_the_min_version_are_served() {
     .await;
 }
 
-/// Fetches a 2-second CPU profile from `port` with `token` into `dir` and returns what
+/// Fetches `/debug/pprof/{profile}` from `port` with `token` into `dir` and returns what
 /// `go tool pprof -top` prints of it (failing the test if either step fails).
-fn pprof_top(dir: &std::path::Path, who: &str, port: u16, token: &str) -> String {
-    let file = dir.join(format!("{who}.pprof"));
-    let url = format!("https://127.0.0.1:{port}/debug/pprof/profile?seconds=2");
+fn pprof_top(dir: &std::path::Path, who: &str, port: u16, profile: &str, token: &str) -> String {
+    let name = profile.split('?').next().unwrap_or(profile);
+    let file = dir.join(format!("{who}-{name}.pprof"));
+    let url = format!("https://127.0.0.1:{port}/debug/pprof/{profile}");
     let out = Command::new("curl")
         .args(["-sk", "--max-time", "30", "-w", "%{http_code}", "-o"])
         .arg(&file)

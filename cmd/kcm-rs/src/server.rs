@@ -114,7 +114,7 @@ pub struct Endpoints {
     pub metrics: Metrics,
     pub shadow: Option<Arc<ShadowState>>,
     pub shards: Option<Arc<Mutex<sharding::Status>>>,
-    /// `--profiling`: `/debug/pprof/` and `/debug/pprof/profile`.
+    /// `--profiling`: `/debug/pprof/`, `/debug/pprof/profile` and `/debug/pprof/heap`.
     pub profiling: bool,
 }
 
@@ -135,7 +135,8 @@ pub async fn serve(
     if endpoints.profiling {
         app = app
             .route("/debug/pprof/", get(pprof_index))
-            .route("/debug/pprof/profile", get(cpu_profile));
+            .route("/debug/pprof/profile", get(cpu_profile))
+            .route("/debug/pprof/heap", get(heap_profile));
     }
     let app = app.fallback(not_found).with_state(AppState {
         health: endpoints.health,
@@ -146,10 +147,12 @@ pub async fn serve(
     server.serve(app, cancel).await
 }
 
-/// What `/debug/pprof/` lists: the one profile kcm-rs takes.
+/// What `/debug/pprof/` lists: the two profiles kcm-rs takes.
 async fn pprof_index() -> Response {
     let body = "<html><head><title>/debug/pprof/</title></head><body>/debug/pprof/<br><br>\n\
                 Types of profiles available:<br>\n\
+                <a href=\"heap?seconds=30\">heap</a>: A sampling of memory allocations of live objects. \
+                kcm-rs samples only while asked: give the seconds GET parameter.<br>\n\
                 <a href=\"profile\">profile</a>: CPU profile. You can specify the duration in the \
                 seconds GET parameter. After you get the profile file, use the go tool pprof command \
                 to investigate the profile.\n</body></html>\n";
@@ -173,6 +176,28 @@ async fn cpu_profile(uri: http::Uri) -> Response {
             StatusCode::INTERNAL_SERVER_ERROR,
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
             format!("Could not enable CPU profiling: {e}\n"),
+        )
+            .into_response(),
+    }
+}
+
+/// Go's heap profile handler: the live heap's sampled stacks as a gzipped protobuf download (see
+/// `profiling/heap.rs` for what `seconds` means here).
+async fn heap_profile(uri: http::Uri) -> Response {
+    match crate::profiling::heap_profile(crate::profiling::asked_seconds(uri.query())).await {
+        Ok(profile) => (
+            [
+                (header::CONTENT_TYPE, "application/octet-stream"),
+                (header::CONTENT_DISPOSITION, "attachment; filename=\"heap\""),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            profile,
+        )
+            .into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            format!("Could not take a heap profile: {e}\n"),
         )
             .into_response(),
     }

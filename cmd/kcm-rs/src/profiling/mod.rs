@@ -1,13 +1,16 @@
-//! CPU profiles on demand, as KCM serves them under `--profiling` (`/debug/pprof/profile?seconds=N`,
-//! the pprof protobuf `go tool pprof` reads). Sampling is `pprof`'s (SIGPROF at [`SAMPLE_HZ`], the
-//! stacks symbolized in the process); the profile is encoded here (`proto.rs`, `encode.rs`).
+//! Profiles on demand, as KCM serves them under `--profiling`, in the pprof protobuf `go tool pprof`
+//! reads: CPU (`/debug/pprof/profile?seconds=N`) and heap (`/debug/pprof/heap?seconds=N`, `heap.rs`). CPU
+//! sampling is `pprof`'s (SIGPROF at [`SAMPLE_HZ`], the stacks symbolized in the process); that
+//! profile is encoded here (`proto.rs`, `encode.rs`).
 //!
-//! There is no heap profile: the process runs on the system allocator, which keeps no allocation
-//! sites. There is no contention profile either: `--contention-profiling` turns on Go's block
-//! profile, which has no counterpart in a Rust process; the flag is accepted and says so.
+//! There is no contention profile: `--contention-profiling` turns on Go's block profile, which has
+//! no counterpart in a Rust process; the flag is accepted and says so.
 
 mod encode;
+mod heap;
 mod proto;
+
+pub use heap::heap_profile;
 
 use std::{sync::mpsc, time::Duration};
 
@@ -16,8 +19,10 @@ use prost::Message as _;
 /// Samples per second: Go's CPU profiler's rate (`runtime/pprof`).
 pub const SAMPLE_HZ: i32 = 100;
 /// Frames from these libraries are not unwound from the signal handler: `pprof`'s advice, against
-/// deadlocks in the system unwinder and vDSO's broken unwind tables.
-const BLOCKLIST: [&str; 4] = ["libc", "libgcc", "pthread", "vdso"];
+/// deadlocks in the system unwinder and vDSO's broken unwind tables. `pprof` drops a sample whose
+/// library path merely contains one of these, the executable included: hence file names anchored
+/// at a slash, or a binary installed as `/opt/glibc-tools/kcm-rs` would profile as empty.
+const BLOCKLIST: [&str; 5] = ["/libc.so", "/libc-", "/libgcc_s.so", "/libpthread", "linux-vdso"];
 /// How long a profile lasts when `seconds` is absent, zero or not a number (Go's `pprof.Profile`).
 pub const DEFAULT_SECONDS: u64 = 30;
 
@@ -57,13 +62,19 @@ pub async fn cpu_profile(duration: Duration) -> Result<Vec<u8>, ProfileError> {
     .map_err(ProfileError::Thread)?
 }
 
-/// The seconds a request asks for: Go's rule (a positive integer, else [`DEFAULT_SECONDS`]).
-pub fn seconds(query: Option<&str>) -> Duration {
-    let asked = query
+/// The seconds a request asks for, if it asks: Go's rule (a positive integer). The heap profile's
+/// window.
+pub fn asked_seconds(query: Option<&str>) -> Option<Duration> {
+    query
         .and_then(|q| form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "seconds"))
         .and_then(|(_, v)| v.parse::<u64>().ok())
-        .filter(|s| *s > 0);
-    Duration::from_secs(asked.unwrap_or(DEFAULT_SECONDS))
+        .filter(|s| *s > 0)
+        .map(Duration::from_secs)
+}
+
+/// The CPU profile's seconds: as asked, else [`DEFAULT_SECONDS`].
+pub fn seconds(query: Option<&str>) -> Duration {
+    asked_seconds(query).unwrap_or(Duration::from_secs(DEFAULT_SECONDS))
 }
 
 #[cfg(test)]

@@ -63,3 +63,25 @@ fn seconds_follow_gos_rule() {
         assert_eq!(seconds(q), Duration::from_secs(DEFAULT_SECONDS), "{q:?}");
     }
 }
+
+#[test]
+fn the_blocklist_names_the_system_libraries_not_a_binary_that_mentions_them() {
+    let blocked = |path: &str| BLOCKLIST.iter().any(|b| path.contains(b));
+    for lib in [
+        "/lib/x86_64-linux-gnu/libc.so.6",
+        "/lib/x86_64-linux-gnu/libgcc_s.so.1",
+        "/lib/x86_64-linux-gnu/libpthread.so.0",
+        "/usr/lib64/libc-2.17.so",
+        "linux-vdso.so.1",
+    ] {
+        assert!(blocked(lib), "{lib} is not unwound");
+    }
+    for binary in [
+        "/usr/local/bin/kcm-rs",
+        "/tmp/kcm-rs-glibc-je",
+        "/opt/glibc-tools/kcm-rs",
+        "/home/libcat/kcm-rs",
+    ] {
+        assert!(!blocked(binary), "{binary} is profiled");
+    }
+}
