@@ -8,7 +8,7 @@
 # there (what `make bench-e2e` does), `--append FILE` adds them to an existing one.
 #
 #   hack/bench.sh [--scale tiny|small|full] [--qps 20/30,100/200] [--workloads rs,scale,deploy,jobs,batch,rollout,idle]
-#                 [--out FILE] [--append FILE]
+#                 [--cpu-profiles] [--out FILE] [--append FILE]
 #
 # The runner is hack/bench/run.py (workloads in hack/bench/workloads.py; unit tests:
 # `python3 -m unittest discover -s hack/bench`).
@@ -45,6 +45,13 @@ python3 -c 'import matplotlib' 2>/dev/null || {
   echo "hack/bench.sh: the charts need matplotlib: python3 -m pip install matplotlib" >&2
   exit 1
 }
+# --cpu-profiles (hack/bench/profiles.py): go tool pprof reads the profiles, inferno draws their flame
+# graphs (pinned: the version of the first profiled pass, 2026-11-28).
+INFERNO_VERSION=0.12.8
+if [[ " $* " == *" --cpu-profiles "* ]] && ! command -v inferno-flamegraph >/dev/null; then
+  echo "[bench] installing inferno $INFERNO_VERSION (flame graphs)" >&2
+  $cargo install -q --locked "inferno@$INFERNO_VERSION" >&2
+fi
 "$here/cluster.sh" down >/dev/null 2>&1 || true
 logs=${KCM_RS_RUN_DIR}.logs # kept after the control plane is gone
 trap 'rm -rf "$logs"; cp -r "$KCM_RS_RUN_DIR/logs" "$logs" 2>/dev/null; "$here/cluster.sh" down; echo "logs: $logs"' EXIT

@@ -12,6 +12,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 
+import profiles
 from api import Watch, api_ok, free_port, ns_path, wait_until
 from report import percentile, request_figures
 
@@ -40,18 +41,19 @@ class Controller:
     """The process under test: a second upstream KCM with only the workload's controllers, or kcm-rs,
     both on the bench user's kubeconfig (the audit log counts that user's requests)."""
 
-    def __init__(self, cluster, impl, controllers, qps, burst, tag):
+    def __init__(self, cluster, impl, controllers, qps, burst, tag, cpu_profiles=False):
         port = free_port()
+        allow = "/healthz,/readyz,/livez,/metrics" + (f",{profiles.ALLOW_PATH}" if cpu_profiles else "")
         kubeconfig = f"{cluster.run_dir}/kubeconfig-bench"
         if impl == "upstream":
             argv = [f"{cluster.kube_bin}/kube-controller-manager", f"--kubeconfig={kubeconfig}", "--leader-elect=false",
                     "--bind-address=127.0.0.1", f"--secure-port={port}",
-                    "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+                    f"--authorization-always-allow-paths={allow}",
                     f"--controllers={controllers}", f"--kube-api-qps={qps}", f"--kube-api-burst={burst}", "--v=1"]
             self.health = f"https://127.0.0.1:{port}/healthz"
         else:
             argv = [cluster.kcm_rs, f"--kubeconfig={kubeconfig}", "--leader-elect=false", "--bind-address=127.0.0.1",
-                    f"--secure-port={port}", "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+                    f"--secure-port={port}", f"--authorization-always-allow-paths={allow}",
                     f"--controllers={controllers}", f"--kube-api-qps={qps}", f"--kube-api-burst={burst}", "--v=1"]
             self.health = f"https://127.0.0.1:{port}/healthz"
         self.log = open(f"{cluster.run_dir}/logs/bench-{tag}-{impl}.log", "w")
@@ -64,6 +66,7 @@ class Controller:
             self.stop()
             raise
         time.sleep(2)  # informers list and sync after /healthz answers
+        self.profiler = profiles.Profiler(port) if cpu_profiles else None
         self.cpu0 = self.cpu()
         self.series = []  # (seconds since cpu0, CPU seconds since cpu0, RSS MiB)
         self._sampling = True
@@ -145,9 +148,10 @@ def audit_requests(cluster, t0, t1):
     return counts
 
 
-def run_one(cluster, api, workload, impl, size, qps, burst):
+def run_one(cluster, api, workload, impl, size, qps, burst, cpu_profiles=False):
     """`workload` (a workloads.Workload) at `size` under `impl` ("upstream" or "kcm-rs"): its figures,
-    as the keys report.table reads."""
+    as the keys report.table reads; with `cpu_profiles`, also the process's CPU profile windows
+    (`cpu_profile`, see profiles.py)."""
     ns = f"bench-{workload.name}-{impl}-{int(time.time())}"
     api.post("/api/v1/namespaces", {"metadata": {"name": ns}})
     watches = []
@@ -165,9 +169,10 @@ def run_one(cluster, api, workload, impl, size, qps, burst):
         for w in watches:
             w.start()
         wall0 = time.time()
-        ctl = Controller(cluster, impl, workload.controllers, qps, burst, workload.name)
+        ctl = Controller(cluster, impl, workload.controllers, qps, burst, workload.name, cpu_profiles)
         try:
             converge, lat = workload.run(api, ns, size, ev)
+            windows = ctl.profiler.stop() if ctl.profiler else None
             time.sleep(2)
             cpu = ctl.cpu() - (0 if workload.cpu_from_start else ctl.cpu0)
             result = dict(converge=converge, p50=percentile(lat, 50), p90=percentile(lat, 90),
@@ -175,6 +180,8 @@ def run_one(cluster, api, workload, impl, size, qps, burst):
                           watch_gaps=sum(w.gaps for w in watches),
                           cpu=cpu, rss=ctl.status_mib("VmHWM"), rss_now=ctl.status_mib("VmRSS"),
                           latencies=list(lat), series=list(ctl.series))
+            if windows is not None:
+                result["cpu_profile"] = windows
         finally:
             ctl.stop()
         time.sleep(3)  # the audit log is written in batches

@@ -20,6 +20,7 @@ import time
 from api import Api, api_ok, free_port, log, wait_until
 from measure import Cluster, run_one
 import plots
+import profiles
 from report import appended, perf_data, results_file, table, unused_path
 from workloads import SCALES, WORKLOADS
 
@@ -30,6 +31,9 @@ def parse_args(argv=None):
     ap.add_argument("--qps", default="20/30,100/200", help="comma-separated qps/burst pairs")
     ap.add_argument("--workloads", default=",".join(WORKLOADS),
                     help=f"comma-separated, of: {', '.join(WORKLOADS)}")
+    ap.add_argument("--cpu-profiles", action="store_true",
+                    help="profile both processes through /debug/pprof while each workload runs; with --out, "
+                         "write the merged profiles, their top functions and flame graphs beside the tables")
     ap.add_argument("--append", metavar="FILE", help="append the tables to this markdown file")
     ap.add_argument("--out", metavar="FILE",
                     help="write the tables to this new markdown file (benches/results/<date>-<topic>.md); "
@@ -57,6 +61,7 @@ def main():
     heading = (f"{datetime.date.today()}, scale `{args.scale}`: {kube_version} vs {versions}; "
                f"{os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}")
     runs = []  # table()'s arguments, one tuple per workload and QPS pair
+    profiled = []  # (workload and QPS tag, impl, profile windows)
     try:
         for pair in args.qps.split(","):
             qps, burst = pair.split("/")
@@ -67,7 +72,9 @@ def main():
                 for impl in ("upstream", "kcm-rs"):
                     log(f"{name} ({workload.describe(size)}), qps {qps}/{burst}: {impl}")
                     t = time.monotonic()
-                    results[impl] = run_one(cluster, api, workload, impl, size, qps, burst)
+                    results[impl] = run_one(cluster, api, workload, impl, size, qps, burst, args.cpu_profiles)
+                    if args.cpu_profiles:
+                        profiled.append((f"{name}-qps{qps}", impl, results[impl].pop("cpu_profile", [])))
                     figures = {k: v for k, v in results[impl].items() if k not in ("by_kind", "latencies", "series")}
                     log(f"  {impl}: {figures} in {time.monotonic() - t:.0f}s")
                 run = (workload.describe(size), workload.latency, qps, burst, results["upstream"], results["kcm-rs"])
@@ -82,13 +89,32 @@ def main():
         path = unused_path(args.out)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         command = f"hack/bench.sh --scale {args.scale} --qps {args.qps} --workloads {args.workloads}"
+        command += " --cpu-profiles" if args.cpu_profiles else ""
         with open(path, "w") as f:
             f.write(results_file(heading, command, runs))
+            if profiled:
+                f.write(profiles_section(plots.stem_of(path), profiled))
         perf = os.path.splitext(path)[0] + ".perfdata.json"
         with open(perf, "w") as f:
             f.write(perf_data(runs))
         charts = plots.write(plots.stem_of(path), runs)
         log(f"tables written to {path}, clusterloader2 PerfData to {perf}, charts to {', '.join(charts)}")
+
+
+def profiles_section(stem, profiled):
+    """The pass file's CPU profiles: per workload and process, the merged profile, its flame graph and
+    `go tool pprof -top` (profiles.py writes the files beside the tables)."""
+    out = ["", "## CPU profiles (`--cpu-profiles`: both processes sampled at 100 Hz while the workload ran)", ""]
+    for tag, impl, windows in profiled:
+        top = profiles.write(stem, tag, impl, windows)
+        files = profiles.paths(stem, tag, impl)
+        if top is None:
+            out += [f"### {tag}: {impl}", "", "No profile: the process answered no window.", ""]
+            continue
+        flame, proto = (os.path.basename(files[k]) for k in ("flame", "profile"))
+        out += [f"### {tag}: {impl} ({len(windows)} windows of {profiles.WINDOW_SECONDS} s, [{proto}]({proto}))", "",
+                f"![flame graph]({flame})", "", "```", top.rstrip(), "```", ""]
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
