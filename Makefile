@@ -82,8 +82,8 @@ bench-e2e-smoke:
 dist:
 	CARGO=$(CARGO) hack/dist.sh
 
-# The same cross builds in the dev profile, and their checks, into target/dist-check: make test's dist
-# stage, whose amd64 binary the image and the bench smoke run then take.
+# The amd64 cross build in the dev profile, and its checks, into target/dist-check: make test's dist
+# stage, whose binary the image and the bench smoke run then take.
 dist-check:
 	CARGO=$(CARGO) hack/test.sh dist
 

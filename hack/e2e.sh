@@ -51,18 +51,15 @@ soak_suites=(replicaset_soak deployment_soak job_soak random_differential)
 # Need the kcm-rs:dev image (hack/image.sh) and podman: `make image-e2e`, `make test`. static_pod is
 # the kubeadm recipe's static pod (deploy/kubeadm) under `podman kube play`.
 image_suites=(image static_pod)
-# Seconds each item took in its lane on the 2-core machine (cold `make test` of 2026-11-27, two
-# lanes; sharding from the lane's total; layout_change halved, one gate now; replicaset raised by
-# what its ReplicationController part took alone; cronjob, shadow and rbac run alone with their
-# CronJob parts; conformance-ci raised by its three CronJob specs' 240 s): only the lane
-# split uses them. conformance-ci and
-# bench-smoke without their builds.
+# Seconds each item took in its lane on the 2-core machine (cold `make test` of 2026-11-28, two
+# lanes; envtest-go with its Go build cached, as CI has it): only the lane split uses them.
+# conformance-ci and bench-smoke without their builds.
 declare -A known_seconds=(
-  [parallel]=96 [informer_disruptive]=28 [secure_serving]=30 [replicaset]=175 [deployment]=128
-  [job]=185 [shadow]=256 [rbac]=242 [leader_election]=48 [leader_election_load]=87 [sharding]=456
-  [layout_change]=150 [shard_faults]=188 [embedded]=26 [ttl_after_finished]=61 [cronjob]=272
-  [replicaset_soak]=170 [deployment_soak]=92 [job_soak]=158 [random_differential]=85 [image]=16
-  [static_pod]=33 [conformance-ci]=420 [bench-smoke]=230 [kwokctl]=9 [envtest-go]=24 [envtest-rs]=11
+  [parallel]=116 [informer_disruptive]=35 [secure_serving]=131 [replicaset]=133 [deployment]=127
+  [job]=186 [shadow]=235 [rbac]=253 [leader_election]=45 [leader_election_load]=98 [sharding]=400
+  [layout_change]=131 [shard_faults]=269 [embedded]=33 [ttl_after_finished]=63 [cronjob]=261
+  [replicaset_soak]=167 [deployment_soak]=87 [job_soak]=157 [random_differential]=80 [image]=20
+  [static_pod]=28 [conformance-ci]=341 [bench-smoke]=225 [kwokctl]=12 [envtest-go]=24 [envtest-rs]=8
 )
 
 die() { printf '[e2e] ERROR: %s\n' "$*" >&2; exit 2; }

@@ -10,8 +10,8 @@
 #   control-plane      etcd, kube-apiserver, ... from Go sources (hack/build.sh; nothing when cached)
 #   recipes            the kubeadm, kind, k3d and k3s recipes up to the static pods (hack/recipes.sh)
 #   e2e-build          kcm-rs with its crash points and the e2e test binaries (hack/e2e.sh --build-only)
-#   dist               hack/dist.sh --profile dev: the static linux amd64 and arm64 release binaries
-#                      cross-built into target/dist-check, the amd64 one run, the arm64 one checked
+#   dist               hack/dist.sh --profile dev --arch amd64: the static linux amd64 release binary
+#                      cross-built into target/dist-check and run (`make dist` builds arm64 as well)
 #   image              the kcm-rs:dev image from dist's amd64 binary (hack/image.sh --binary, buildah)
 #   conformance-build  upstream's e2e.test (hack/conformance.sh --build-only; nothing when cached)
 #   e2e                hack/e2e.sh --no-build in $KCM_RS_E2E_LANES lanes (2): the parallel tests, every
@@ -50,7 +50,7 @@ stage_command() {
     control-plane) "$here/build.sh" ;;
     recipes) "$here/recipes.sh" ;;
     e2e-build) "$here/e2e.sh" --build-only ;;
-    dist) "$here/dist.sh" --profile dev --out "$dist_dir" ;;
+    dist) "$here/dist.sh" --profile dev --arch amd64 --out "$dist_dir" ;;
     image) "$here/image.sh" --binary "$(release_bin)" ;;
     conformance-build) "$here/conformance.sh" --build-only ;;
     e2e) KCM_RS_BENCH_BIN=$(release_bin) "$here/e2e.sh" --no-build --lanes "$lanes" "${e2e_items[@]}" ;;
