@@ -162,34 +162,28 @@ async fn pprof_index() -> Response {
 /// Go's `pprof.Profile`: samples for `seconds` (default 30), answers the protobuf as a download.
 async fn cpu_profile(uri: http::Uri) -> Response {
     let duration = crate::profiling::seconds(uri.query());
-    match crate::profiling::cpu_profile(duration).await {
-        Ok(profile) => (
-            [
-                (header::CONTENT_TYPE, "application/octet-stream"),
-                (header::CONTENT_DISPOSITION, "attachment; filename=\"profile\""),
-                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            ],
-            profile,
-        )
-            .into_response(),
-        Err(e) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            format!("Could not enable CPU profiling: {e}\n"),
-        )
-            .into_response(),
-    }
+    let taken = crate::profiling::cpu_profile(duration).await;
+    download("profile", taken, "Could not enable CPU profiling")
 }
 
 /// Go's heap profile handler: the live heap's sampled stacks as a gzipped protobuf download (see
 /// `profiling/heap.rs` for what `seconds` means here).
 async fn heap_profile(uri: http::Uri) -> Response {
-    match crate::profiling::heap_profile(crate::profiling::asked_seconds(uri.query())).await {
+    let taken = crate::profiling::heap_profile(crate::profiling::asked_seconds(uri.query())).await;
+    download("heap", taken, "Could not take a heap profile")
+}
+
+/// A profile as Go's handlers answer it: a download named `file`, or a 500 with `failed` and why.
+fn download(file: &str, taken: Result<Vec<u8>, impl std::fmt::Display>, failed: &str) -> Response {
+    match taken {
         Ok(profile) => (
             [
-                (header::CONTENT_TYPE, "application/octet-stream"),
-                (header::CONTENT_DISPOSITION, "attachment; filename=\"heap\""),
-                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+                (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
+                (
+                    header::CONTENT_DISPOSITION,
+                    format!("attachment; filename=\"{file}\""),
+                ),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_owned()),
             ],
             profile,
         )
@@ -197,7 +191,7 @@ async fn heap_profile(uri: http::Uri) -> Response {
         Err(e) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            format!("Could not take a heap profile: {e}\n"),
+            format!("{failed}: {e}\n"),
         )
             .into_response(),
     }

@@ -47,13 +47,7 @@ async fn sampling_is_off_until_a_window_asks_and_finds_the_live_bytes() {
         .read_to_end(&mut bytes)
         .expect("gzip");
     let profile = Profile::decode(bytes.as_slice()).expect("pprof protobuf");
-    let s = |i: i64| profile.string_table[usize::try_from(i).unwrap()].as_str();
-    let types: Vec<_> = profile
-        .sample_type
-        .iter()
-        .map(|t| (s(t.r#type), s(t.unit)))
-        .collect();
-    assert_eq!(types, [("inuse_space", "bytes")]);
+    assert_eq!(profile.sample_types(), [("inuse_space", "bytes")]);
     // Each sample's weight is its bytes scaled by the chance of sampling them: the kept mebibytes
     // are all there, give or take the estimate.
     let total: i64 = profile.sample.iter().map(|x| x.value[0]).sum();
@@ -62,10 +56,7 @@ async fn sampling_is_off_until_a_window_asks_and_finds_the_live_bytes() {
         "the profile holds {total} bytes, less than half of the {KEPT_MIB} MiB kept alive"
     );
     assert!(
-        profile
-            .function
-            .iter()
-            .any(|f| s(f.name).contains("keep_mebibytes")),
+        profile.has_function("keep_mebibytes"),
         "the function keeping the bytes is among the profile's functions"
     );
     drop(kept);

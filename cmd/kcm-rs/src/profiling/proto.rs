@@ -71,3 +71,27 @@ pub struct Function {
     #[prost(int64, tag = "4")]
     pub filename: i64,
 }
+
+/// What the tests read of a decoded profile, through its string table.
+#[cfg(test)]
+impl Profile {
+    fn string(&self, i: i64) -> &str {
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| self.string_table.get(i))
+            .map_or("", String::as_str)
+    }
+
+    /// Each sample type as (type, unit).
+    pub fn sample_types(&self) -> Vec<(&str, &str)> {
+        self.sample_type
+            .iter()
+            .map(|t| (self.string(t.r#type), self.string(t.unit)))
+            .collect()
+    }
+
+    /// Whether a function whose name contains `part` is among the profile's functions.
+    pub fn has_function(&self, part: &str) -> bool {
+        self.function.iter().any(|f| self.string(f.name).contains(part))
+    }
+}

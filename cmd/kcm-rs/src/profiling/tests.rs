@@ -34,17 +34,14 @@ async fn a_profile_is_pprof_with_go_cpu_sample_types_and_one_at_a_time() {
     assert!(matches!(refused, ProfileError::InUse), "{refused:?}");
     assert_eq!(refused.to_string(), "cpu profiling already in use");
     let profile = Profile::decode(bytes.as_slice()).expect("pprof protobuf");
-    let s = |i: i64| profile.string_table[usize::try_from(i).unwrap()].as_str();
-    let types: Vec<_> = profile
-        .sample_type
-        .iter()
-        .map(|t| (s(t.r#type), s(t.unit)))
-        .collect();
-    assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
+    assert_eq!(
+        profile.sample_types(),
+        [("samples", "count"), ("cpu", "nanoseconds")]
+    );
     assert_eq!(profile.period, 10_000_000);
     assert!(!profile.sample.is_empty(), "no samples in a busy second");
     assert!(
-        profile.function.iter().any(|f| s(f.name).contains("spin_for")),
+        profile.has_function("spin_for"),
         "the busy function is among the samples' functions"
     );
 }
