@@ -9,7 +9,7 @@
 #              make test passes `dev`: it checks the cross build and the static link, not the
 #              optimiser, in a quarter of the time (see hack/test.sh).
 #   --arch     which of them, comma-separated (default amd64,arm64). make test builds amd64 only: the
-#              one its image and bench smoke run; arm64 took 261 of a cold run's 584 s of dist stage.
+#              one its image and bench smoke run (arm64 was almost half of the stage's time).
 #   --out      where the binaries go (default dist/)
 # Installs what it lacks: the two rustup targets, zig (PyPI's ziglang) and cargo-zigbuild (crates.io),
 # at the versions below.

@@ -4,8 +4,8 @@
 //! The `kcm-rs` binary runs on jemalloc (the `jemalloc` feature, on by default). On glibc, jemalloc is
 //! built with profiling and samples once per 512 KiB allocated on average (`lg_prof_sample:19`), the
 //! rate of Go's heap profile (`runtime.MemProfileRate`); `.cargo/config.toml` compiles that into
-//! jemalloc. Unlike Go, the sampling is off until asked for: kept on, its records cost the process
-//! 4–5 MiB of RSS, 17% of a busy run's peak (benches/results/2026-11-28-allocator.md). A request with
+//! jemalloc. Unlike Go, the sampling is off until asked for: kept on, its records cost the process a
+//! sixth of its peak RSS in a busy run (benches/results/2026-11-28-allocator.md). A request with
 //! `seconds=N` turns it on for N seconds and answers what was allocated in that window and is still
 //! live at its end; Go's answer to the same request is the window's delta of all allocations. Without
 //! `seconds`, the profile since sampling was turned on for good (`_RJEM_MALLOC_CONF=prof_active:true`
@@ -62,11 +62,11 @@ pub async fn heap_profile(window: Option<Duration>) -> Result<Vec<u8>, HeapProfi
     }
     // A task of its own, so that sampling is turned off again even if the caller goes away.
     tokio::spawn(async move {
-        let windowed = window.filter(|_| !for_good);
-        if let Some(window) = windowed {
+        let windowed = window.is_some() && !for_good;
+        if windowed {
             ctl.activate().map_err(|e| HeapProfileError::Jemalloc(e.into()))?;
-            tokio::time::sleep(window).await;
-        } else if let Some(window) = window {
+        }
+        if let Some(window) = window {
             tokio::time::sleep(window).await;
         }
         // The dump writes and reads a file and symbolizes: not on a runtime worker.
@@ -76,7 +76,7 @@ pub async fn heap_profile(window: Option<Duration>) -> Result<Vec<u8>, HeapProfi
         })
         .await
         .map_err(HeapProfileError::Thread)?;
-        if windowed.is_some() {
+        if windowed {
             ctl.deactivate()
                 .map_err(|e| HeapProfileError::Jemalloc(e.into()))?;
         }
