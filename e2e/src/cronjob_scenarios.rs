@@ -29,7 +29,8 @@ use crate::{
 const WAIT: Duration = Duration::from_secs(150);
 const EVERY_MINUTE: &str = "*/1 * * * *";
 const NAME: &str = "cron";
-const ANNOTATION: &str = "batch.kubernetes.io/cronjob-scheduled-timestamp";
+/// The scheduled-time annotation upstream writes on each Job it starts.
+pub(crate) const ANNOTATION: &str = "batch.kubernetes.io/cronjob-scheduled-timestamp";
 
 async fn create(ns: &TestNamespace, schedule: &str, command: &[&str], spec: Value) {
     let mut cj = json!({
@@ -88,7 +89,7 @@ async fn active_until(ns: &TestNamespace, what: &str, done: impl Fn(&[String]) -
 
 /// What a Job the CronJob started carries, as one line: its controller, its template's label, and
 /// whether the scheduled-time annotation names the minute its name does, and in which zone.
-fn describe(job: &Job) -> String {
+pub(crate) fn describe(job: &Job) -> String {
     let meta = &job.metadata;
     let owner = meta
         .owner_references

@@ -215,3 +215,24 @@ async fn a_failed_claim_is_a_failed_sync() {
         "nothing after the claims"
     );
 }
+
+/// An orphan counted as active when the plan was made, deleted before its adoption (the adoption
+/// patch answers 404): the sync plans again without it, as upstream's claim leaves it out of the
+/// pods it returns, and creates both pods the Job wants rather than one.
+#[tokio::test]
+async fn an_orphan_deleted_before_its_adoption_is_planned_without() {
+    let (c, cluster, _) = controller(job(2, Some(2)));
+    let p = crate::fixtures::pod("orphan")
+        .orphan()
+        .node("n")
+        .running()
+        .build();
+    c.handlers.pods.store().upsert(ObjectKey::of(&*p), p);
+    c.sync(&ObjectKey::parse(KEY)).await.unwrap();
+    let creates = cluster
+        .writes("pods")
+        .into_iter()
+        .filter(|w| w.starts_with("create"))
+        .count();
+    assert_eq!(creates, 2, "{:?}", cluster.writes("pods"));
+}

@@ -29,6 +29,7 @@ pub async fn apply(ns: &TestNamespace, step: &Step) -> Applied {
         Step::Deployment(s) => deployment(ns, s).await,
         Step::Job(s) => job(ns, s).await,
         Step::ReplicationController(s) => super::replication::apply(ns, s).await,
+        Step::CronJob(s) => super::cronjob::apply(ns, s).await,
     }
 }
 
@@ -284,7 +285,7 @@ async fn job(ns: &TestNamespace, step: &JobStep) -> Applied {
 
 /// The ignore-disruption scenario's patch (job_scenarios): the running pod ends Failed with the
 /// exit code, with the DisruptionTarget condition if asked.
-fn fail_patch(exit_code: i32, disruption: bool) -> Value {
+pub(super) fn fail_patch(exit_code: i32, disruption: bool) -> Value {
     let mut labels = json!({"kcm-rs.test/outcome": "fail"});
     if disruption {
         labels["kcm-rs.test/condition"] = json!("DisruptionTarget");

@@ -17,6 +17,7 @@ impl Program {
             Kind::Deployment => deployment_steps(&mut rng, steps),
             Kind::Job => job_steps(&mut rng, steps),
             Kind::ReplicationController => super::replication::steps(&mut rng, steps),
+            Kind::CronJob => super::cronjob::steps(&mut rng, steps),
         };
         Program { seed, steps }
     }
@@ -244,29 +245,36 @@ mod tests {
     }
 
     #[test]
-    fn even_seeds_drive_a_deployment_odd_ones_a_job_or_one_in_four_a_replication_controller() {
+    fn five_consecutive_seeds_drive_every_kind() {
         let d = Program::generate(10, 5);
         assert!(matches!(
             d.steps[0],
             Step::Deployment(DeploymentStep::Create { .. })
         ));
         assert_eq!(d.steps.len(), 5);
-        let j = Program::generate(9, 5);
+        assert!(matches!(
+            Program::generate(12, 5).steps[0],
+            Step::Deployment(DeploymentStep::Create { .. })
+        ));
+        let j = Program::generate(11, 5);
         assert!(matches!(j.steps[0], Step::Job(JobStep::Create(_))));
         assert!(j.steps.len() <= 5);
-        let rc = Program::generate(11, 5);
+        let rc = Program::generate(13, 5);
         assert!(matches!(
             rc.steps[0],
             Step::ReplicationController(RcStep::Create { .. })
         ));
         assert_eq!(rc.steps.len(), 5);
+        let cron = Program::generate(14, 5);
+        assert_eq!(cron.kind(), Kind::CronJob);
+        assert_eq!(cron.steps.len(), 5);
     }
 
     /// The combinations validation refuses never come out of the generator: the suite counts every
     /// 422 as a controller's.
     #[test]
     fn job_shapes_stay_within_what_validation_accepts() {
-        for seed in (1..2000).step_by(4) {
+        for seed in (1..2000).step_by(5) {
             let p = Program::generate(seed, 1);
             let Step::Job(JobStep::Create(s)) = &p.steps[0] else {
                 panic!("a Job program starts with its Job")
@@ -303,7 +311,7 @@ mod tests {
 
     #[test]
     fn a_deleted_job_or_a_ttl_ends_its_program() {
-        for seed in (1..400).step_by(4) {
+        for seed in (1..400).step_by(5) {
             let steps = Program::generate(seed, 12).steps;
             let at = steps
                 .iter()

@@ -13,7 +13,7 @@ use std::{
 };
 
 use informer::{HandlerFns, InformerOptions, SharedInformerFactory, wait_for_cache_sync};
-use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
+use k8s_openapi::api::{apps::v1::ReplicaSet, batch::v1::Job, core::v1::Pod};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -42,6 +42,34 @@ pub enum Bounds {
         max_active: i32,
         indexed: bool,
     },
+    CronJob {
+        /// The step unsuspends the CronJob: only then may a scheduled Job appear.
+        running: bool,
+        /// Forbid or Replace: a scheduled Job may not appear beside another unfinished one.
+        single: bool,
+    },
+}
+
+/// What the checks need to know of a Job: whether the schedule started it (not a manual one), and
+/// whether it is still running (unfinished, not being deleted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobView {
+    pub scheduled: bool,
+    pub running: bool,
+}
+
+impl JobView {
+    pub fn of(j: &Job) -> JobView {
+        let finished = j
+            .status
+            .iter()
+            .flat_map(|s| s.conditions.iter().flatten())
+            .any(|c| matches!(c.type_.as_str(), "Complete" | "Failed") && c.status == "True");
+        JobView {
+            scheduled: super::cronjob_outcome::scheduled(j),
+            running: !finished && j.metadata.deletion_timestamp.is_none(),
+        }
+    }
 }
 
 /// What the checks need to know of a pod.
@@ -87,6 +115,8 @@ pub struct Checker {
     pods: HashMap<String, PodView>,
     /// ReplicaSets not being deleted, by UID: their spec.replicas.
     replica_sets: HashMap<String, i32>,
+    /// A CronJob's Jobs, by UID.
+    jobs: HashMap<String, JobView>,
     created: BTreeSet<String>,
     step: usize,
     bounds: Bounds,
@@ -136,8 +166,43 @@ impl Checker {
         self.check();
     }
 
+    /// Applies one Job watch event (`None`: gone); a scheduled Job seen for the first time is
+    /// checked against the CronJob's bounds, at the instant it appears.
+    pub fn observe_job(&mut self, uid: &str, job: Option<JobView>) {
+        let Some(v) = job else {
+            self.jobs.remove(uid);
+            return;
+        };
+        let new = self.jobs.insert(uid.to_owned(), v).is_none();
+        let Bounds::CronJob { running, single } = self.bounds else {
+            return;
+        };
+        if !(new && v.scheduled) {
+            return;
+        }
+        let mut out = Vec::new();
+        if !running {
+            out.push("a scheduled Job created while the CronJob was suspended".to_owned());
+        }
+        let others = self
+            .jobs
+            .iter()
+            .filter(|(u, j)| u.as_str() != uid && j.scheduled && j.running)
+            .count();
+        if single && others > 0 {
+            out.push(format!(
+                "a scheduled Job created beside {others} running, under Forbid or Replace"
+            ));
+        }
+        self.keep(out, Vec::new());
+    }
+
     fn check(&mut self) {
         let (broken, noted) = self.broken();
+        self.keep(broken, noted);
+    }
+
+    fn keep(&mut self, broken: Vec<String>, noted: Vec<String>) {
         for v in broken {
             if self.kept < KEPT_PER_STEP {
                 self.violations.push(format!("step {}: {v}", self.step));
@@ -171,7 +236,7 @@ impl Checker {
         let mut out = Vec::new();
         let mut notes = Vec::new();
         match self.bounds {
-            Bounds::None => {}
+            Bounds::None | Bounds::CronJob { .. } => {}
             Bounds::Deployment { floor, ceiling } => {
                 if let Some(f) = floor
                     && i32::try_from(ready).unwrap_or(i32::MAX) < f
@@ -209,7 +274,7 @@ impl Checker {
     }
 }
 
-/// A [`Checker`] fed by pod and ReplicaSet informers on the program's namespace.
+/// A [`Checker`] fed by pod, ReplicaSet and Job informers on the program's namespace.
 #[derive(Debug)]
 pub struct Watcher {
     checker: Arc<Mutex<Checker>>,
@@ -220,42 +285,33 @@ impl Watcher {
     pub async fn start(ns: &TestNamespace) -> Watcher {
         let factory =
             SharedInformerFactory::new(ns.cluster.client.clone()).with_namespaces(vec![ns.name.clone()]);
-        let pods = factory.namespaced::<Pod>(InformerOptions::default());
         let checker: Arc<Mutex<Checker>> = Arc::default();
-        let (on_add, on_update, on_delete) = (checker.clone(), checker.clone(), checker.clone());
-        let uid = |p: &Pod| p.metadata.uid.clone().unwrap_or_default();
-        let reg = pods.add_event_handler(
-            HandlerFns::new()
-                .on_add(move |p: &Arc<Pod>, _| on_add.lock().observe(&uid(p), Some(PodView::of(p))))
-                .on_update(move |_, p: &Arc<Pod>| {
-                    on_update.lock().observe(&uid(p), Some(PodView::of(p)));
-                })
-                .on_delete(move |p| on_delete.lock().observe(&uid(p.object()), None)),
-            None,
+        let reg = feed(
+            &factory,
+            &checker,
+            |p: &Pod| Some(PodView::of(p)),
+            Checker::observe,
         );
-        let replica_sets = factory.namespaced::<ReplicaSet>(InformerOptions::default());
-        let (on_add, on_update, on_delete) = (checker.clone(), checker.clone(), checker.clone());
-        let uid = |rs: &ReplicaSet| rs.metadata.uid.clone().unwrap_or_default();
-        let replicas = |rs: &ReplicaSet| {
-            let spec = rs.spec.as_ref();
-            (rs.metadata.deletion_timestamp.is_none()).then(|| spec.and_then(|s| s.replicas).unwrap_or(1))
-        };
-        let rs_reg = replica_sets.add_event_handler(
-            HandlerFns::new()
-                .on_add(move |rs: &Arc<ReplicaSet>, _| {
-                    on_add.lock().observe_replica_set(&uid(rs), replicas(rs));
-                })
-                .on_update(move |_, rs: &Arc<ReplicaSet>| {
-                    on_update.lock().observe_replica_set(&uid(rs), replicas(rs));
-                })
-                .on_delete(move |rs| on_delete.lock().observe_replica_set(&uid(rs.object()), None)),
-            None,
+        let rs_reg = feed(
+            &factory,
+            &checker,
+            |rs: &ReplicaSet| {
+                let replicas = rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+                rs.metadata.deletion_timestamp.is_none().then_some(replicas)
+            },
+            Checker::observe_replica_set,
+        );
+        let job_reg = feed(
+            &factory,
+            &checker,
+            |j: &Job| Some(JobView::of(j)),
+            Checker::observe_job,
         );
         let cancel = CancellationToken::new();
         factory.start(&cancel);
         assert!(
-            wait_for_cache_sync(&cancel, &[&reg, &rs_reg]).await,
-            "the pod and ReplicaSet informers synced"
+            wait_for_cache_sync(&cancel, &[&reg, &rs_reg, &job_reg]).await,
+            "the pod, ReplicaSet and Job informers synced"
         );
         Watcher { checker, cancel }
     }
@@ -281,6 +337,27 @@ impl Watcher {
     pub fn take_notes(&self) -> Vec<String> {
         std::mem::take(&mut self.checker.lock().notes)
     }
+}
+
+/// An informer on `K` whose every event is handed to the checker: the object's UID and what `view`
+/// makes of it (`None` once it is gone).
+fn feed<K: informer::Namespaced, V: 'static>(
+    factory: &SharedInformerFactory,
+    checker: &Arc<Mutex<Checker>>,
+    view: fn(&K) -> Option<V>,
+    apply: fn(&mut Checker, &str, Option<V>),
+) -> informer::HandlerRegistration {
+    let uid = |o: &K| o.meta().uid.clone().unwrap_or_default();
+    let (on_add, on_update, on_delete) = (checker.clone(), checker.clone(), checker.clone());
+    factory
+        .namespaced::<K>(InformerOptions::default())
+        .add_event_handler(
+            HandlerFns::new()
+                .on_add(move |o: &Arc<K>, _| apply(&mut on_add.lock(), &uid(o), view(o)))
+                .on_update(move |_, o: &Arc<K>| apply(&mut on_update.lock(), &uid(o), view(o)))
+                .on_delete(move |o| apply(&mut on_delete.lock(), &uid(o.object()), None)),
+            None,
+        )
 }
 
 impl Drop for Watcher {

@@ -123,3 +123,46 @@ fn violations_are_capped_per_step() {
     c.observe("p0", pod(true, true, None));
     assert_eq!(c.violations.len(), KEPT_PER_STEP);
 }
+
+/// A CronJob's scheduled Job is checked at the instant it appears: outside a run (suspended), or
+/// under Forbid or Replace beside another running one, it breaks the bounds; a manual Job never does.
+#[test]
+fn a_scheduled_job_beside_a_running_one_or_while_suspended_is_caught() {
+    let view = |scheduled, running| Some(JobView { scheduled, running });
+    let mut c = Checker::default();
+    c.begin(
+        1,
+        Bounds::CronJob {
+            running: true,
+            single: true,
+        },
+    );
+    c.observe_job("a", view(true, true));
+    c.observe_job("m", view(false, true));
+    c.observe_job("a", view(true, false));
+    c.observe_job("b", view(true, true));
+    assert!(c.violations.is_empty(), "{:?}", c.violations);
+    c.begin(
+        2,
+        Bounds::CronJob {
+            running: true,
+            single: true,
+        },
+    );
+    c.observe_job("c", view(true, true));
+    assert_eq!(
+        c.violations,
+        vec!["step 2: a scheduled Job created beside 1 running, under Forbid or Replace".to_owned()]
+    );
+    c.begin(
+        3,
+        Bounds::CronJob {
+            running: false,
+            single: false,
+        },
+    );
+    c.observe_job("d", view(true, true));
+    c.observe_job("n", view(false, true));
+    assert_eq!(c.violations.len(), 2);
+    assert!(c.violations[1].contains("while the CronJob was suspended"));
+}

@@ -1,7 +1,7 @@
 //! A seeded, randomized differential suite: the fixed scenarios only reach the orders of operations
 //! their authors thought of, so here a seed generates multi-step programs over a Deployment, a Job
-//! (which may end with a TTL after finishing) or a ReplicationController ([`program`], [`generate`],
-//! [`replication`]), each program runs under upstream's controllers (reference mode)
+//! (which may end with a TTL after finishing), a ReplicationController or a CronJob ([`program`],
+//! [`generate`], [`replication`], [`cronjob`], [`cronjob_outcome`]), each program runs under upstream's controllers (reference mode)
 //! and then under kcm-rs's (replace mode), and the two runs are compared step by step on a
 //! projection taken once each step has settled ([`projection`], [`settle`]). Throughout, invariants
 //! are checked on each watch event under both controllers ([`invariants`]), and the API server's
@@ -18,6 +18,8 @@
 //! (programs per round, run side by side), `KCM_RS_RANDOM_STEPS` (steps per program),
 //! `KCM_RS_RANDOM_SECONDS` (keep running rounds, with fresh seeds, until that long has passed).
 
+pub mod cronjob;
+pub mod cronjob_outcome;
 pub mod execute;
 pub mod generate;
 pub mod invariants;
@@ -41,16 +43,18 @@ use crate::{
 use program::Program;
 use runner::Run;
 
-/// kcm-rs runs the five controllers the programs need: a Deployment's rollout goes through its
-/// ReplicaSet controller, a Job's TTL through the TTL-after-finished controller.
+/// kcm-rs runs the six controllers the programs need: a Deployment's rollout goes through its
+/// ReplicaSet controller, a Job's TTL through the TTL-after-finished controller, a CronJob's Jobs
+/// through the Job controller.
 const KCM_RS_ARGS: &[&str] = &[
     "--controllers=deployment-controller,replicaset-controller,replicationcontroller-controller,\
-     job-controller,ttl-after-finished-controller",
+     job-controller,ttl-after-finished-controller,cronjob-controller",
 ];
-/// The short run's size (`make test`): four programs side by side (four consecutive seeds: two
-/// Deployments, a Job and a ReplicationController), each step taking 3 to 15 s to settle, so about a
-/// minute and a half per mode.
-const PROGRAMS: usize = 4;
+/// The short run's size (`make test`): five programs side by side (five consecutive seeds: two
+/// Deployments, a Job, a ReplicationController and a CronJob), each step taking 3 to 15 s to
+/// settle except a CronJob's runs, which wait for a minute they have not scheduled: about two and
+/// a half minutes per mode.
+const PROGRAMS: usize = 5;
 const STEPS: usize = 6;
 
 /// The run's configuration, from the environment.

@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-/// A seeded program. Even seeds drive a Deployment, odd ones a Job, except one in four (3 modulo 4)
-/// a ReplicationController, so that consecutive seeds alternate and one seed alone replays one
+/// A seeded program. Seeds 0 and 2 modulo 5 drive a Deployment, 1 a Job, 3 a ReplicationController
+/// and 4 a CronJob, so that five consecutive seeds cover every kind and one seed alone replays one
 /// program.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Program {
@@ -17,6 +17,60 @@ pub enum Step {
     Deployment(DeploymentStep),
     Job(JobStep),
     ReplicationController(RcStep),
+    CronJob(CronStep),
+}
+
+/// A CronJob's `concurrencyPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Policy {
+    Allow,
+    Forbid,
+    Replace,
+}
+
+impl Policy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Allow => "Allow",
+            Policy::Forbid => "Forbid",
+            Policy::Replace => "Replace",
+        }
+    }
+}
+
+/// The steps over a CronJob (`super::cronjob`). It stays suspended except in [`CronStep::Run`], so
+/// that which minutes it starts Jobs in is the program's, not the clock's.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CronStep {
+    Create {
+        policy: Policy,
+        /// Its Jobs' pods: `Succeed`, `Fail` (with backoffLimit 0: the Job fails) or `Forever`.
+        behaviour: Behaviour,
+        /// successfulJobsHistoryLimit and failedJobsHistoryLimit; unset means upstream's defaults.
+        limits: Option<(i32, i32)>,
+        /// startingDeadlineSeconds: 1 misses every slot (a slot is handled seconds after it began).
+        deadline: Option<i64>,
+        time_zone: Option<&'static str>,
+    },
+    /// Unsuspended early in a minute the CronJob has not scheduled yet, so that one slot (that
+    /// minute's) is due, then suspended again once it is handled, before the next.
+    Run,
+    Policy(Policy),
+    /// The oldest unfinished Job's running pod succeeds or fails.
+    Finish {
+        succeed: bool,
+    },
+    /// A Job deleted in the background, the newest or the oldest.
+    DeleteJob {
+        newest: bool,
+    },
+    Limits {
+        successful: i32,
+        failed: i32,
+    },
+    /// A Job made from the template as `kubectl create job --from=cronjob/...` makes it, named by the
+    /// step's position: owned by the CronJob, not in its active list.
+    Manual(usize),
 }
 
 /// The steps over a ReplicationController (`super::replication`).
@@ -255,24 +309,27 @@ impl Program {
 }
 
 pub(super) fn kind_of(seed: u64) -> Kind {
-    match seed % 4 {
+    match seed % 5 {
         0 | 2 => Kind::Deployment,
         1 => Kind::Job,
-        _ => Kind::ReplicationController,
+        3 => Kind::ReplicationController,
+        _ => Kind::CronJob,
     }
 }
 
-/// Which object a program drives (one per program, named [`DEPLOYMENT`] or [`JOB`]).
+/// Which object a program drives (one per program, named [`DEPLOYMENT`], [`JOB`], [`RC`] or [`CRON`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Deployment,
     Job,
     ReplicationController,
+    CronJob,
 }
 
 pub const DEPLOYMENT: &str = "web";
 pub const JOB: &str = "job";
 pub const RC: &str = "rc";
+pub const CRON: &str = "cron";
 
 #[cfg(test)]
 mod tests {

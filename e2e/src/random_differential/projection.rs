@@ -50,6 +50,9 @@ pub struct Snapshot {
     pub deployment: Option<Deployment>,
     pub job: Option<Job>,
     pub replication_controller: Option<k8s_openapi::api::core::v1::ReplicationController>,
+    pub cron_job: Option<k8s_openapi::api::batch::v1::CronJob>,
+    /// A CronJob's Jobs.
+    pub jobs: Vec<Job>,
     pub replica_sets: Vec<ReplicaSet>,
     pub pods: Vec<Pod>,
 }
@@ -86,6 +89,7 @@ pub fn project(s: &Snapshot, kind: Kind) -> Outcome {
         Kind::Deployment => deployment(s),
         Kind::Job => job(s),
         Kind::ReplicationController => super::replication::project(s),
+        Kind::CronJob => super::cronjob_outcome::project(s),
     }
 }
 
@@ -307,6 +311,8 @@ mod tests {
             ]))),
             job: None,
             replication_controller: None,
+            cron_job: None,
+            jobs: Vec::new(),
             replica_sets: vec![
                 rs("web-abc", "u1", 1, 0, "nginx:1"),
                 rs("web-def", "u2", 2, 2, "nginx:2"),
@@ -325,6 +331,8 @@ mod tests {
             ]))),
             job: None,
             replication_controller: None,
+            cron_job: None,
+            jobs: Vec::new(),
             replica_sets: vec![
                 rs("web-def", "v2", 2, 2, "nginx:2"),
                 rs("web-abc", "v1", 1, 0, "nginx:1"),

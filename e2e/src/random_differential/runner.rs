@@ -167,6 +167,11 @@ async fn bounds(ns: &TestNamespace, step: &Step) -> Bounds {
             max_active: shape.parallelism,
             indexed: shape.indexed,
         },
+        Step::CronJob(s) => {
+            let cj = ns.api().get_opt(super::program::CRON).await.ok().flatten();
+            let (running, single) = super::cronjob::bounds(cj.as_ref(), s);
+            Bounds::CronJob { running, single }
+        }
         Step::Job(s) => {
             let Ok(j) = ns.api::<Job>().get(JOB).await else {
                 return Bounds::None;

@@ -48,6 +48,10 @@ pub async fn read(ns: &TestNamespace, kind: Kind) -> Result<Snapshot, String> {
         Kind::ReplicationController => {
             s.replication_controller = ns.api().get_opt(super::program::RC).await.map_err(e)?;
         }
+        Kind::CronJob => {
+            s.cron_job = ns.api().get_opt(super::program::CRON).await.map_err(e)?;
+            s.jobs = ns.api::<Job>().list(&lp).await.map_err(e)?.items;
+        }
     }
     Ok(s)
 }
@@ -108,6 +112,7 @@ pub fn unsettled(s: &Snapshot, kind: Kind) -> Vec<String> {
         Kind::Deployment => deployment_unsettled(s, &mut out),
         Kind::Job => job_unsettled(s, &mut out),
         Kind::ReplicationController => super::replication::unsettled(s, &mut out),
+        Kind::CronJob => super::cronjob_outcome::unsettled(s, &mut out),
     }
     out
 }

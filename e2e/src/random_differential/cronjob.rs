@@ -1,0 +1,321 @@
+//! Programs over one CronJob (upstream's v2 controller, kcm-rs's `cronjob` crate): the drawn steps
+//! and how each is applied.
+//!
+//! A schedule runs on the clock, and the two runs of a program happen minutes apart, so the
+//! CronJob stays suspended except during a [`CronStep::Run`], which unsuspends it early in a minute
+//! it has not scheduled yet and suspends it again once that minute's slot is handled. Under both
+//! controllers, a run then sees the same due slot whatever the wall clock said. Its schedule is
+//! every minute (`*/1 * * * *`): a Job's name carries its slot's minute, so a schedule of seconds
+//! would start no more Jobs than this one does (`crate::cronjob_scenarios`).
+//!
+//! What is compared, and when a step has settled: [`super::cronjob_outcome`].
+
+use std::time::Duration;
+
+use k8s_openapi::{
+    api::{
+        batch::v1::{CronJob, Job},
+        core::v1::Pod,
+    },
+    jiff::Timestamp,
+};
+use kube::api::{DeleteParams, ListParams, PostParams};
+use rand::{Rng as _, rngs::StdRng, seq::IndexedRandom as _};
+use serde_json::json;
+
+use super::{
+    cronjob_outcome::finished,
+    execute::{Applied, fail_patch, merge, refused},
+    program::{Behaviour, CRON, CronStep, Policy, Step},
+};
+use crate::{
+    TestNamespace,
+    pods::{controller_uid, phase},
+    soak::pick,
+};
+
+const SCHEDULE: &str = "*/1 * * * *";
+/// What `kubectl create job --from=cronjob/...` marks its Job with.
+const INSTANTIATE: &str = "cronjob.kubernetes.io/instantiate";
+/// The latest second of a minute at which a run may unsuspend: the slot is handled and the CronJob
+/// suspended again well before the next minute's slot is due.
+const LATEST_START: i64 = 30;
+/// How long a run waits for the controller to record the slot before suspending again; a slot the
+/// policy or the deadline skips is never recorded, so this is also how long such a run lasts.
+const HANDLED_WAIT: Duration = Duration::from_secs(6);
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Op {
+    Run,
+    Policy,
+    Finish,
+    DeleteJob,
+    Limits,
+    Manual,
+}
+
+const WEIGHTS: &[(Op, u32)] = &[
+    (Op::Run, 30),
+    (Op::Policy, 10),
+    (Op::Finish, 25),
+    (Op::DeleteJob, 10),
+    (Op::Limits, 10),
+    (Op::Manual, 15),
+];
+
+const POLICIES: [Policy; 3] = [Policy::Allow, Policy::Forbid, Policy::Replace];
+
+/// A CronJob created, run once (so that every program starts a Job), then drawn steps.
+pub fn steps(rng: &mut StdRng, n: usize) -> Vec<Step> {
+    let behaviour = *[
+        Behaviour::Succeed,
+        Behaviour::Fail(1),
+        Behaviour::Forever,
+        Behaviour::Forever,
+    ]
+    .choose(rng)
+    .expect("values");
+    let mut out = vec![
+        CronStep::Create {
+            policy: *POLICIES.choose(rng).expect("values"),
+            behaviour,
+            limits: rng
+                .random_bool(0.5)
+                .then(|| (rng.random_range(0..=2), rng.random_range(0..=2))),
+            deadline: *[None, None, None, Some(1), Some(300)]
+                .choose(rng)
+                .expect("values"),
+            time_zone: *[None, None, Some("Etc/UTC"), Some("Asia/Kolkata")]
+                .choose(rng)
+                .expect("values"),
+        },
+        CronStep::Run,
+    ];
+    while out.len() < n {
+        out.push(match pick(rng, WEIGHTS) {
+            Op::Run => CronStep::Run,
+            Op::Policy => CronStep::Policy(*POLICIES.choose(rng).expect("values")),
+            Op::Finish => CronStep::Finish {
+                succeed: rng.random_bool(0.6),
+            },
+            Op::DeleteJob => CronStep::DeleteJob {
+                newest: rng.random_bool(0.5),
+            },
+            Op::Limits => CronStep::Limits {
+                successful: rng.random_range(0..=2),
+                failed: rng.random_range(0..=2),
+            },
+            Op::Manual => CronStep::Manual(out.len()),
+        });
+    }
+    out.truncate(n.max(1));
+    out.into_iter().map(Step::CronJob).collect()
+}
+
+fn manifest(step: &CronStep) -> Option<CronJob> {
+    let CronStep::Create {
+        policy,
+        behaviour,
+        limits,
+        deadline,
+        time_zone,
+    } = step
+    else {
+        return None;
+    };
+    let mut spec = json!({
+        "schedule": SCHEDULE,
+        "suspend": true,
+        "concurrencyPolicy": policy.name(),
+        "jobTemplate": {
+            "metadata": {"labels": {"from": "template"}},
+            "spec": {"backoffLimit": 0, "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox", "command": behaviour.command()}]
+            }}}
+        }
+    });
+    if let Some((successful, failed)) = limits {
+        spec["successfulJobsHistoryLimit"] = json!(successful);
+        spec["failedJobsHistoryLimit"] = json!(failed);
+    }
+    if let Some(d) = deadline {
+        spec["startingDeadlineSeconds"] = json!(d);
+    }
+    if let Some(z) = time_zone {
+        spec["timeZone"] = json!(z);
+    }
+    serde_json::from_value(json!({"metadata": {"name": CRON}, "spec": spec})).ok()
+}
+
+/// The CronJob's Jobs, oldest first (creation, then name: steps run seconds apart).
+async fn jobs(ns: &TestNamespace) -> Result<Vec<Job>, String> {
+    let mut jobs = ns
+        .api::<Job>()
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| e.to_string())?
+        .items;
+    jobs.sort_by(|a, b| {
+        let key = |j: &Job| (j.metadata.creation_timestamp.clone(), j.metadata.name.clone());
+        key(a).cmp(&key(b))
+    });
+    Ok(jobs)
+}
+
+pub async fn apply(ns: &TestNamespace, step: &CronStep) -> Applied {
+    let api = ns.api::<CronJob>();
+    let spec = |s| json!({"spec": s});
+    match step {
+        CronStep::Create { .. } => {
+            let cj = manifest(step).ok_or("a Create step makes a CronJob")?;
+            api.create(&PostParams::default(), &cj)
+                .await
+                .map(|_| "applied".to_owned())
+                .map_err(|e| refused("creating the CronJob", e))
+        }
+        CronStep::Run => run(ns).await,
+        CronStep::Policy(p) => merge(&api, CRON, spec(json!({"concurrencyPolicy": p.name()}))).await,
+        CronStep::Limits { successful, failed } => {
+            let limits = json!({"successfulJobsHistoryLimit": successful, "failedJobsHistoryLimit": failed});
+            merge(&api, CRON, spec(limits)).await
+        }
+        CronStep::Finish { succeed } => finish(ns, *succeed).await,
+        CronStep::DeleteJob { newest } => {
+            let jobs = jobs(ns).await?;
+            let Some(j) = (if *newest { jobs.last() } else { jobs.first() }) else {
+                return Ok("skipped: no Job".into());
+            };
+            let name = j.metadata.name.clone().unwrap_or_default();
+            match ns.api::<Job>().delete(&name, &DeleteParams::background()).await {
+                Ok(_) => Ok(format!(
+                    "deleted the {} Job",
+                    if *newest { "newest" } else { "oldest" }
+                )),
+                Err(e) => Err(refused("deleting a Job", e)),
+            }
+        }
+        CronStep::Manual(k) => manual(ns, *k).await,
+    }
+}
+
+/// Unsuspends the CronJob early in a minute whose slot it has not seen (after its creation and its
+/// last scheduled slot), waits until that slot is recorded or [`HANDLED_WAIT`] has passed, and
+/// suspends it again.
+async fn run(ns: &TestNamespace) -> Applied {
+    let api = ns.api::<CronJob>();
+    let cj = api.get(CRON).await.map_err(|e| e.to_string())?;
+    let second =
+        |t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| t.map_or(0, |t| t.0.as_second());
+    let seen = second(cj.metadata.creation_timestamp.as_ref()).max(second(
+        cj.status.as_ref().and_then(|s| s.last_schedule_time.as_ref()),
+    ));
+    let slot = loop {
+        let now = Timestamp::now().as_second();
+        let minute = now - now.rem_euclid(60);
+        if minute > seen && now - minute <= LATEST_START {
+            break minute;
+        }
+        let next = minute + 60 + 1;
+        tokio::time::sleep(Duration::from_secs(u64::try_from(next - now).unwrap_or(1))).await;
+    };
+    merge(&api, CRON, json!({"spec": {"suspend": false}})).await?;
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < HANDLED_WAIT {
+        let cj = api.get(CRON).await.map_err(|e| e.to_string())?;
+        if second(cj.status.as_ref().and_then(|s| s.last_schedule_time.as_ref())) >= slot {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    merge(&api, CRON, json!({"spec": {"suspend": true}})).await?;
+    let late = Timestamp::now().as_second() - slot;
+    if late >= 60 {
+        return Err(format!(
+            "suspended again {late} s after the slot: the next one was due"
+        ));
+    }
+    Ok("ran one slot".into())
+}
+
+/// The oldest unfinished Job's running pod ends, through the labels KWOK's stages read.
+async fn finish(ns: &TestNamespace, succeed: bool) -> Applied {
+    let jobs = jobs(ns).await?;
+    let pods = ns
+        .api::<Pod>()
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| e.to_string())?
+        .items;
+    let running = jobs.iter().filter(|j| !finished(j)).find_map(|j| {
+        pods.iter().find(|p| {
+            controller_uid(&p.metadata) == j.metadata.uid.as_deref()
+                && crate::soak::is_active(p)
+                && phase(p) == "Running"
+        })
+    });
+    let Some(p) = running else {
+        return Ok("skipped: no running pod".into());
+    };
+    let patch = if succeed {
+        json!({"metadata": {"labels": {"kcm-rs.test/outcome": "succeed"},
+                            "annotations": {"kcm-rs.test/after": "200ms"}}})
+    } else {
+        fail_patch(1, false)
+    };
+    let name = p.metadata.name.clone().unwrap_or_default();
+    merge(&ns.api::<Pod>(), &name, patch).await.map(|_| {
+        format!(
+            "the oldest running Job's pod {}",
+            if succeed { "succeeds" } else { "fails" }
+        )
+    })
+}
+
+/// What `kubectl create job --from=cronjob/...` does: the template's Job, owned by the CronJob as
+/// its controller, marked manual.
+async fn manual(ns: &TestNamespace, k: usize) -> Applied {
+    let cj = ns.api::<CronJob>().get(CRON).await.map_err(|e| e.to_string())?;
+    let template = cj.spec.job_template.clone();
+    let mut meta = template.metadata.unwrap_or_default();
+    meta.name = Some(format!("{CRON}-manual-{k}"));
+    meta.annotations
+        .get_or_insert_with(Default::default)
+        .insert(INSTANTIATE.into(), "manual".into());
+    meta.owner_references = Some(vec![
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: "batch/v1".into(),
+            kind: "CronJob".into(),
+            name: CRON.into(),
+            uid: cj.metadata.uid.clone().unwrap_or_default(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        },
+    ]);
+    let job = Job {
+        metadata: meta,
+        spec: template.spec,
+        status: None,
+    };
+    ns.api::<Job>()
+        .create(&PostParams::default(), &job)
+        .await
+        .map(|_| format!("created manual Job {k}"))
+        .map_err(|e| refused("creating a manual Job", e))
+}
+
+/// Whether the step may start a scheduled Job, and whether at most one may run then (Forbid and
+/// Replace): the bounds the invariants check on every Job event.
+pub fn bounds(cj: Option<&CronJob>, step: &CronStep) -> (bool, bool) {
+    let policy = cj
+        .and_then(|c| c.spec.concurrency_policy.clone())
+        .unwrap_or_default();
+    (
+        matches!(step, CronStep::Run),
+        matches!(policy.as_str(), "Forbid" | "Replace"),
+    )
+}
+
+#[cfg(test)]
+#[path = "cronjob_tests.rs"]
+mod tests;

@@ -1,0 +1,190 @@
+//! What is compared of a CronJob program (`super::cronjob`), and when a step of it has settled.
+//! Jobs are named by what they are to the program (the n-th scheduled one still there, a manual
+//! one by its step), never by their minute, which differs between the two runs.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{api::batch::v1::Job, jiff::Timestamp};
+
+use super::projection::{Snapshot, conditions};
+use crate::{
+    differential::Outcome,
+    pods::{controller_uid, is_ready, phase},
+};
+
+pub(crate) use crate::cronjob_scenarios::ANNOTATION as SCHEDULED;
+
+/// Complete or Failed.
+pub fn finished(j: &Job) -> bool {
+    j.status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .any(|c| matches!(c.type_.as_str(), "Complete" | "Failed") && c.status == "True")
+}
+
+/// A Job the schedule started, rather than a manual one.
+pub fn scheduled(j: &Job) -> bool {
+    j.metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(SCHEDULED))
+}
+
+fn limit(v: Option<i32>, default: i32) -> usize {
+    usize::try_from(v.unwrap_or(default)).unwrap_or(0)
+}
+
+/// Settled: no Job or pod being deleted or waiting for the garbage collector, each unfinished Job
+/// with its one pod Ready and counted, the active list naming only unfinished Jobs that exist, and
+/// the finished Jobs within the history limits (upstream's defaults 3 and 1).
+pub fn unsettled(s: &Snapshot, out: &mut Vec<String>) {
+    let Some(cj) = &s.cron_job else {
+        out.push("no CronJob".into());
+        return;
+    };
+    let uids: BTreeMap<&str, &Job> = s
+        .jobs
+        .iter()
+        .map(|j| (j.metadata.uid.as_deref().unwrap_or(""), j))
+        .collect();
+    for j in &s.jobs {
+        let name = j.metadata.name.as_deref().unwrap_or("?");
+        let st = j.status.clone().unwrap_or_default();
+        if j.metadata.deletion_timestamp.is_some() {
+            out.push(format!("Job {name} being deleted"));
+        } else if !finished(j) && (st.active != Some(1) || st.ready != Some(1)) {
+            out.push(format!(
+                "Job {name}: active {:?}, ready {:?}",
+                st.active, st.ready
+            ));
+        }
+    }
+    for p in &s.pods {
+        if let Some(owner) = controller_uid(&p.metadata)
+            && !uids.contains_key(owner)
+        {
+            out.push(format!(
+                "pod {} of a deleted Job",
+                p.metadata.name.as_deref().unwrap_or("?")
+            ));
+        }
+    }
+    let status = cj.status.clone().unwrap_or_default();
+    for r in status.active.iter().flatten() {
+        let listed = uids.get(r.uid.as_deref().unwrap_or(""));
+        if listed.is_none_or(|j| finished(j)) {
+            out.push(format!("active lists {:?}, gone or finished", r.name));
+        }
+    }
+    let spec = &cj.spec;
+    let done = |kind: &str| {
+        s.jobs
+            .iter()
+            .filter(|j| {
+                j.status
+                    .iter()
+                    .flat_map(|s| s.conditions.iter().flatten())
+                    .any(|c| c.type_ == kind && c.status == "True")
+            })
+            .count()
+    };
+    if done("Complete") > limit(spec.successful_jobs_history_limit, 3)
+        || done("Failed") > limit(spec.failed_jobs_history_limit, 1)
+    {
+        out.push("finished Jobs above the history limits".into());
+    }
+}
+
+/// What a Job is to the program: the n-th scheduled one still there (by slot), or a manual one.
+fn job_keys(s: &Snapshot) -> BTreeMap<String, &Job> {
+    let mut keys = BTreeMap::new();
+    let mut by_slot: Vec<&Job> = s.jobs.iter().filter(|j| scheduled(j)).collect();
+    by_slot.sort_by_key(|j| j.metadata.name.clone());
+    for (n, j) in by_slot.into_iter().enumerate() {
+        keys.insert(format!("job scheduled {n}"), j);
+    }
+    for j in s.jobs.iter().filter(|j| !scheduled(j)) {
+        keys.insert(format!("job {}", j.metadata.name.as_deref().unwrap_or("?")), j);
+    }
+    keys
+}
+
+/// What a Job carries: its conditions and counts, whether the active list names it, and what the
+/// fixed scenarios compare of a CronJob's Job (its controller, template label, scheduled-time
+/// annotation against its name's minute, and zone).
+fn describe(j: &Job, active: &[&str]) -> String {
+    let st = j.status.clone().unwrap_or_default();
+    let listed = active.contains(&j.metadata.uid.as_deref().unwrap_or(""));
+    format!(
+        "conditions [{}]; active {} succeeded {} failed {}; in the active list {listed}; {}",
+        conditions(st.conditions.iter().flatten().map(|c| (
+            c.type_.as_str(),
+            c.status.as_str(),
+            c.reason.as_deref()
+        ))),
+        st.active.unwrap_or(0),
+        st.succeeded.unwrap_or(0),
+        st.failed.unwrap_or(0),
+        crate::cronjob_scenarios::describe(j),
+    )
+}
+
+pub fn project(s: &Snapshot) -> Outcome {
+    let mut o = Outcome::new();
+    let Some(cj) = &s.cron_job else {
+        o.insert("cronjob".into(), "absent".into());
+        return o;
+    };
+    let st = cj.status.clone().unwrap_or_default();
+    let active: Vec<&str> = st
+        .active
+        .iter()
+        .flatten()
+        .filter_map(|r| r.uid.as_deref())
+        .collect();
+    o.insert("status.active".into(), active.len().to_string());
+    let newest_slot = s
+        .jobs
+        .iter()
+        .filter_map(|j| {
+            j.metadata
+                .annotations
+                .as_ref()?
+                .get(SCHEDULED)?
+                .parse::<Timestamp>()
+                .ok()
+        })
+        .max();
+    let last = st.last_schedule_time.as_ref().map(|t| t.0);
+    let relation = match (last, newest_slot) {
+        (None, _) => "unset",
+        (Some(l), Some(n)) if l == n => "the newest scheduled Job's slot",
+        (Some(l), Some(n)) if l < n => "before the newest scheduled Job's slot",
+        (Some(_), _) => "set, no scheduled Job at or after it",
+    };
+    o.insert("status.lastScheduleTime".into(), relation.into());
+    o.insert(
+        "status.lastSuccessfulTime set".into(),
+        st.last_successful_time.is_some().to_string(),
+    );
+    let keys = job_keys(s);
+    let mut pods: BTreeMap<String, usize> = BTreeMap::new();
+    for p in &s.pods {
+        let owner = keys
+            .iter()
+            .find(|(_, j)| j.metadata.uid.as_deref() == controller_uid(&p.metadata))
+            .map_or("no Job", |(k, _)| k.as_str());
+        let ready = if is_ready(p) { " ready" } else { "" };
+        *pods.entry(format!("{owner} {}{ready}", phase(p))).or_default() += 1;
+    }
+    for (k, j) in keys {
+        o.insert(k, describe(j, &active));
+    }
+    let pods: Vec<String> = pods.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+    o.insert("pods".into(), pods.join("; "));
+    o
+}
+
+#[cfg(test)]
+#[path = "cronjob_outcome_tests.rs"]
+mod tests;
