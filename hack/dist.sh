@@ -5,7 +5,7 @@
 # `--version` names this version and commit; the arm64 one is a static aarch64 executable.
 #
 # Usage: hack/dist.sh [--profile PROFILE] [--arch ARCHS] [--out DIR]
-#   --profile  cargo profile (default `image`: fat LTO, one codegen unit, stripped; what the image ships).
+#   --profile  cargo profile (default `image`: fat LTO, one codegen unit, no debug info; what the image ships).
 #              make test passes `dev`: it checks the cross build and the static link, not the
 #              optimiser, in a quarter of the time (see hack/test.sh).
 #   --arch     which of them, comma-separated (default amd64,arm64). make test builds amd64 only: the

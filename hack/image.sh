@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the kcm-rs OCI image without pulling anything: `buildah from scratch` over the root filesystem
-# hack/image-rootfs.sh stages (the binary of the `image` profile: LTO, stripped; the shared libraries
+# hack/image-rootfs.sh stages (the binary of the `image` profile: LTO, no debug info; the shared libraries
 # it loads; uid 65532; Debian's CA bundle). Tags it kcm-rs:dev
 # (KCM_RS_IMAGE overrides) in rootful podman's storage and prints its size.
 #
