@@ -58,7 +58,7 @@ declare -A known_seconds=(
   [parallel]=116 [informer_disruptive]=35 [secure_serving]=131 [replicaset]=133 [deployment]=127
   [job]=186 [shadow]=235 [rbac]=253 [leader_election]=45 [leader_election_load]=98 [sharding]=400
   [layout_change]=131 [shard_faults]=269 [embedded]=33 [ttl_after_finished]=63 [cronjob]=261
-  [replicaset_soak]=167 [deployment_soak]=87 [job_soak]=157 [random_differential]=135 [image]=20
+  [replicaset_soak]=167 [deployment_soak]=87 [job_soak]=157 [random_differential]=170 [image]=20
   [static_pod]=28 [conformance-ci]=341 [bench-smoke]=225 [kwokctl]=12 [envtest-go]=24 [envtest-rs]=8
 )
 

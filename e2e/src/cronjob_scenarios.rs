@@ -231,6 +231,15 @@ fn replace(ns: TestNamespace) -> Run {
         o.insert("replaced by one Job".into(), (second.len() == 1).to_string());
         status(&ns, &mut o).await;
         events(&ns, &mut o).await;
+        // Left out: `MissingJob`, which either controller emits when a sync reads the CronJob from
+        // a cache behind its own last status write (the replaced Job still listed active, already
+        // deleted): the Job's deletion queues that sync at once, so it depends on the cache's lag.
+        let reasons: Vec<&str> = o["event reasons"]
+            .split(", ")
+            .filter(|r| *r != "CronJob/MissingJob")
+            .collect();
+        let reasons = reasons.join(", ");
+        o.insert("event reasons".into(), reasons);
         o
     }
     .boxed()

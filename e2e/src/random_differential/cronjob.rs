@@ -15,7 +15,7 @@ use std::time::Duration;
 use k8s_openapi::{
     api::{
         batch::v1::{CronJob, Job},
-        core::v1::Pod,
+        core::v1::{Event, Pod},
     },
     jiff::Timestamp,
 };
@@ -37,12 +37,18 @@ use crate::{
 const SCHEDULE: &str = "*/1 * * * *";
 /// What `kubectl create job --from=cronjob/...` marks its Job with.
 const INSTANTIATE: &str = "cronjob.kubernetes.io/instantiate";
+/// The earliest second of a minute at which a run may unsuspend: a startingDeadlineSeconds of 1
+/// must find the minute's slot already too old, as it does in any later second.
+const EARLIEST_START: i64 = 3;
 /// The latest second of a minute at which a run may unsuspend: the slot is handled and the CronJob
 /// suspended again well before the next minute's slot is due.
 const LATEST_START: i64 = 30;
-/// How long a run waits for the controller to record the slot before suspending again; a slot the
-/// policy or the deadline skips is never recorded, so this is also how long such a run lasts.
-const HANDLED_WAIT: Duration = Duration::from_secs(6);
+/// The latest second by which a run must have seen what it waits for; past it, the next slot is too
+/// close for the run to tell the two apart.
+const HANDLED_BY: i64 = 55;
+/// How long a run whose slot is not due (the deadline of 1 s) leaves the CronJob unsuspended: there
+/// is nothing to wait for, and a controller that starts a Job anyway has this long to show it.
+const NOT_DUE_WAIT: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Op {
@@ -64,6 +70,9 @@ const WEIGHTS: &[(Op, u32)] = &[
 ];
 
 const POLICIES: [Policy; 3] = [Policy::Allow, Policy::Forbid, Policy::Replace];
+/// Most runs in one program: each waits for a minute the CronJob has not scheduled, so a program
+/// of more runs would outlast the others of its round by a minute a run.
+const MAX_RUNS: usize = 2;
 
 /// A CronJob created, run once (so that every program starts a Job), then drawn steps.
 pub fn steps(rng: &mut StdRng, n: usize) -> Vec<Step> {
@@ -92,7 +101,9 @@ pub fn steps(rng: &mut StdRng, n: usize) -> Vec<Step> {
         CronStep::Run,
     ];
     while out.len() < n {
+        let runs = out.iter().filter(|s| **s == CronStep::Run).count();
         out.push(match pick(rng, WEIGHTS) {
+            Op::Run if runs >= MAX_RUNS => CronStep::Finish { succeed: true },
             Op::Run => CronStep::Run,
             Op::Policy => CronStep::Policy(*POLICIES.choose(rng).expect("values")),
             Op::Finish => CronStep::Finish {
@@ -199,43 +210,114 @@ pub async fn apply(ns: &TestNamespace, step: &CronStep) -> Applied {
     }
 }
 
+/// What a run's slot comes to, from the state it starts in (upstream's `syncCronJob`): with a
+/// deadline of 1 s no slot is due (upstream counts none older than the deadline as missed);
+/// under Forbid with a Job in the active list the slot is skipped, with a `JobAlreadyActive` event;
+/// otherwise a Job starts and the slot is recorded as `lastScheduleTime`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Expect {
+    NotDue,
+    Skipped,
+    Recorded,
+}
+
+fn expect(cj: &CronJob) -> Expect {
+    let active = cj
+        .status
+        .as_ref()
+        .and_then(|s| s.active.as_ref())
+        .is_some_and(|a| !a.is_empty());
+    if cj.spec.starting_deadline_seconds == Some(1) {
+        Expect::NotDue
+    } else if active && cj.spec.concurrency_policy.as_deref() == Some("Forbid") {
+        Expect::Skipped
+    } else {
+        Expect::Recorded
+    }
+}
+
+fn second_of(t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>) -> i64 {
+    t.map_or(0, |t| t.0.as_second())
+}
+
 /// Unsuspends the CronJob early in a minute whose slot it has not seen (after its creation and its
-/// last scheduled slot), waits until that slot is recorded or [`HANDLED_WAIT`] has passed, and
-/// suspends it again.
+/// last scheduled slot), waits until the controller has done what the slot comes to ([`Expect`]),
+/// and suspends it again. Suspending before the controller's status write would race it (the
+/// write then conflicts, and the started Job is never listed active), so what is expected is
+/// waited for, not a fixed time; a controller that does something else fails the run, naming it.
 async fn run(ns: &TestNamespace) -> Applied {
     let api = ns.api::<CronJob>();
     let cj = api.get(CRON).await.map_err(|e| e.to_string())?;
-    let second =
-        |t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| t.map_or(0, |t| t.0.as_second());
-    let seen = second(cj.metadata.creation_timestamp.as_ref()).max(second(
-        cj.status.as_ref().and_then(|s| s.last_schedule_time.as_ref()),
-    ));
+    let last = |cj: &CronJob| second_of(cj.status.as_ref().and_then(|s| s.last_schedule_time.as_ref()));
+    let seen = second_of(cj.metadata.creation_timestamp.as_ref()).max(last(&cj));
     let slot = loop {
         let now = Timestamp::now().as_second();
         let minute = now - now.rem_euclid(60);
-        if minute > seen && now - minute <= LATEST_START {
+        if minute > seen && (EARLIEST_START..=LATEST_START).contains(&(now - minute)) {
             break minute;
         }
-        let next = minute + 60 + 1;
+        let next = if now - minute < EARLIEST_START && minute > seen {
+            minute + EARLIEST_START
+        } else {
+            minute + 60 + EARLIEST_START
+        };
         tokio::time::sleep(Duration::from_secs(u64::try_from(next - now).unwrap_or(1))).await;
     };
+    let expected = expect(&cj);
     merge(&api, CRON, json!({"spec": {"suspend": false}})).await?;
-    let start = tokio::time::Instant::now();
-    while start.elapsed() < HANDLED_WAIT {
-        let cj = api.get(CRON).await.map_err(|e| e.to_string())?;
-        if second(cj.status.as_ref().and_then(|s| s.last_schedule_time.as_ref())) >= slot {
-            break;
+    let outcome = match expected {
+        Expect::NotDue => {
+            tokio::time::sleep(NOT_DUE_WAIT).await;
+            Ok("the slot was not due".to_owned())
+        }
+        Expect::Skipped => {
+            wait_for_slot(slot, || async {
+                let events = ns
+                    .api::<Event>()
+                    .list(&ListParams::default().fields("reason=JobAlreadyActive"))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok((!events.items.is_empty()).then(|| "the slot was skipped".to_owned()))
+            })
+            .await
+        }
+        Expect::Recorded => {
+            wait_for_slot(slot, || async {
+                let recorded = last(&api.get(CRON).await.map_err(|e| e.to_string())?);
+                Ok((recorded >= slot).then(|| {
+                    let which = if recorded == slot {
+                        "this minute's"
+                    } else {
+                        "a later"
+                    };
+                    format!("{which} slot recorded")
+                }))
+            })
+            .await
+        }
+    };
+    merge(&api, CRON, json!({"spec": {"suspend": true}})).await?;
+    outcome
+}
+
+/// Polls `seen` until it answers, or fails the run once second [`HANDLED_BY`] of the slot's minute
+/// has passed.
+async fn wait_for_slot<F, Fut>(slot: i64, seen: F) -> Applied
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<String>, String>>,
+{
+    loop {
+        if let Some(done) = seen().await? {
+            return Ok(done);
+        }
+        if Timestamp::now().as_second() - slot > HANDLED_BY {
+            return Err(format!(
+                "the controller had not handled the slot by second {HANDLED_BY} of its minute"
+            ));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    merge(&api, CRON, json!({"spec": {"suspend": true}})).await?;
-    let late = Timestamp::now().as_second() - slot;
-    if late >= 60 {
-        return Err(format!(
-            "suspended again {late} s after the slot: the next one was due"
-        ));
-    }
-    Ok("ran one slot".into())
 }
 
 /// The oldest unfinished Job's running pod ends, through the labels KWOK's stages read.
@@ -289,7 +371,8 @@ async fn manual(ns: &TestNamespace, k: usize) -> Applied {
             name: CRON.into(),
             uid: cj.metadata.uid.clone().unwrap_or_default(),
             controller: Some(true),
-            block_owner_deletion: Some(true),
+            // kubectl leaves it unset: setting it needs the cronjobs/finalizers permission.
+            block_owner_deletion: None,
         },
     ]);
     let job = Job {

@@ -14,12 +14,17 @@ use crate::{
 
 pub(crate) use crate::cronjob_scenarios::ANNOTATION as SCHEDULED;
 
-/// Complete or Failed.
-pub fn finished(j: &Job) -> bool {
+/// Whether the Job has the condition `kind`, true.
+fn has(j: &Job, kind: &str) -> bool {
     j.status
         .iter()
         .flat_map(|s| s.conditions.iter().flatten())
-        .any(|c| matches!(c.type_.as_str(), "Complete" | "Failed") && c.status == "True")
+        .any(|c| c.type_ == kind && c.status == "True")
+}
+
+/// Complete or Failed.
+pub fn finished(j: &Job) -> bool {
+    has(j, "Complete") || has(j, "Failed")
 }
 
 /// A Job the schedule started, rather than a manual one.
@@ -76,18 +81,23 @@ pub fn unsettled(s: &Snapshot, out: &mut Vec<String>) {
             out.push(format!("active lists {:?}, gone or finished", r.name));
         }
     }
+    // Upstream records a succeeded Job's completion whether or not it was listed active (a manual
+    // one), in a sync of its own after the Job's last update.
+    let last_success = status.last_successful_time.as_ref().map(|t| t.0);
+    for j in s.jobs.iter().filter(|j| has(j, "Complete")) {
+        let done = j
+            .status
+            .as_ref()
+            .and_then(|st| st.completion_time.as_ref())
+            .map(|t| t.0);
+        if let Some(c) = done
+            && last_success.is_none_or(|l| l < c)
+        {
+            out.push("lastSuccessfulTime before a Complete Job's completion".into());
+        }
+    }
     let spec = &cj.spec;
-    let done = |kind: &str| {
-        s.jobs
-            .iter()
-            .filter(|j| {
-                j.status
-                    .iter()
-                    .flat_map(|s| s.conditions.iter().flatten())
-                    .any(|c| c.type_ == kind && c.status == "True")
-            })
-            .count()
-    };
+    let done = |kind: &str| s.jobs.iter().filter(|j| has(j, kind)).count();
     if done("Complete") > limit(spec.successful_jobs_history_limit, 3)
         || done("Failed") > limit(spec.failed_jobs_history_limit, 1)
     {

@@ -48,7 +48,8 @@ pub enum CronStep {
         behaviour: Behaviour,
         /// successfulJobsHistoryLimit and failedJobsHistoryLimit; unset means upstream's defaults.
         limits: Option<(i32, i32)>,
-        /// startingDeadlineSeconds: 1 misses every slot (a slot is handled seconds after it began).
+        /// startingDeadlineSeconds: with 1, no slot is ever due (a run unsuspends seconds into the
+        /// minute, and upstream counts no slot older than the deadline as missed: no Job, no event).
         deadline: Option<i64>,
         time_zone: Option<&'static str>,
     },
