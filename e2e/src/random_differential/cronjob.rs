@@ -25,14 +25,10 @@ use serde_json::json;
 
 use super::{
     cronjob_outcome::finished,
-    execute::{Applied, fail_patch, merge, refused},
+    execute::{Applied, fail_patch, live_pods, merge, refused, succeed_patch},
     program::{Behaviour, CRON, CronStep, Policy, Step},
 };
-use crate::{
-    TestNamespace,
-    pods::{controller_uid, phase},
-    soak::pick,
-};
+use crate::{TestNamespace, pods::controller_uid, soak::pick};
 
 const SCHEDULE: &str = "*/1 * * * *";
 /// What `kubectl create job --from=cronjob/...` marks its Job with.
@@ -323,25 +319,16 @@ where
 /// The oldest unfinished Job's running pod ends, through the labels KWOK's stages read.
 async fn finish(ns: &TestNamespace, succeed: bool) -> Applied {
     let jobs = jobs(ns).await?;
-    let pods = ns
-        .api::<Pod>()
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| e.to_string())?
-        .items;
+    let pods = live_pods(ns).await?;
     let running = jobs.iter().filter(|j| !finished(j)).find_map(|j| {
-        pods.iter().find(|p| {
-            controller_uid(&p.metadata) == j.metadata.uid.as_deref()
-                && crate::soak::is_active(p)
-                && phase(p) == "Running"
-        })
+        pods.iter()
+            .find(|p| controller_uid(&p.metadata) == j.metadata.uid.as_deref())
     });
     let Some(p) = running else {
         return Ok("skipped: no running pod".into());
     };
     let patch = if succeed {
-        json!({"metadata": {"labels": {"kcm-rs.test/outcome": "succeed"},
-                            "annotations": {"kcm-rs.test/after": "200ms"}}})
+        succeed_patch()
     } else {
         fail_patch(1, false)
     };

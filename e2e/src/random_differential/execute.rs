@@ -265,10 +265,7 @@ async fn job(ns: &TestNamespace, step: &JobStep) -> Applied {
                     delete_pod(ns, p).await?;
                     return Ok(format!("deleted {index}"));
                 }
-                JobStep::SucceedPod { .. } => json!({
-                    "metadata": {"labels": {"kcm-rs.test/outcome": "succeed"},
-                                 "annotations": {"kcm-rs.test/after": "200ms"}}
-                }),
+                JobStep::SucceedPod { .. } => succeed_patch(),
                 JobStep::FailPod {
                     exit_code,
                     disruption,
@@ -281,6 +278,14 @@ async fn job(ns: &TestNamespace, step: &JobStep) -> Applied {
                 .map(|_| format!("{index} patched"))
         }
     }
+}
+
+/// The running pod ends Succeeded, through the label KWOK's stages read.
+pub(super) fn succeed_patch() -> Value {
+    json!({
+        "metadata": {"labels": {"kcm-rs.test/outcome": "succeed"},
+                     "annotations": {"kcm-rs.test/after": "200ms"}}
+    })
 }
 
 /// The ignore-disruption scenario's patch (job_scenarios): the running pod ends Failed with the
