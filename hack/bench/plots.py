@@ -38,6 +38,16 @@ def paths(stem):
     return {"latency": f"{stem}-latency.svg", "process": f"{stem}-process.svg"}
 
 
+def _pyplot():
+    """matplotlib's pyplot without a display, writing SVG text as text: glyphs drawn as paths made a
+    pass's two charts 1.3 MB."""
+    import matplotlib
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    import matplotlib.pyplot as plt
+    return plt
+
+
 def _legend(ax, size):
     """A legend where something was drawn (a workload without latencies, idle, has no curve)."""
     if ax.get_legend_handles_labels()[0]:
@@ -52,9 +62,7 @@ def write(stem, runs):
     """Draws the pass's two charts; `runs` holds report.table()'s positional arguments, each run's
     figures carrying `latencies` (seconds, in the order measured) and `series` ((t, cpu s, rss MiB)
     samples). Returns the paths written."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
     out = paths(stem)
     n = max(len(runs), 1)
 
@@ -108,34 +116,45 @@ def write(stem, runs):
     return [out["latency"], out["process"]]
 
 
-def write_sharded(stem, upstream, points):
+def write_sharded(stem, upstream, points, waves=()):
     """A sharded pass's chart, `<stem>-replicas.svg`: per-replica peak RSS, CPU and MiB received
     (mean, and the most loaded replica) against the replica count, upstream's one process as a
-    line. Arguments as report.sharded_perf_data's. Returns the path written."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    line; with `waves`, a second row with the same per replica over the Deployments wave (upstream
+    ran no wave: no line). Arguments as report.sharded_perf_data's. Returns the path written."""
+    plt = _pyplot()
     path = f"{stem}-replicas.svg"
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    rows = 2 if waves else 1
+    fig, axes = plt.subplots(rows, 3, figsize=(12, 3.6 * rows), squeeze=False)
+    idle = ((0, "peak RSS (MiB)"), (1, "CPU user+sys (s)"), (4, "received (MiB)"))
+    _per_replica(axes[0], points, idle, upstream, "idle")
+    if waves:
+        _per_replica(axes[1], waves, ((2, "peak RSS (MiB)"), (0, "CPU user+sys (s)"), (1, "received (MiB)")),
+                     (None, None, None), "Deployments wave")
+    fig.tight_layout()
+    fig.savefig(path, format="svg")
+    plt.close(fig)
+    return path
+
+
+def _per_replica(axes, points, columns, references, title):
+    """One row of the sharded chart: for each (column index, label), the mean and busiest replica's
+    figure per replica count of `points` ((replicas, seconds, rows)), a reference line where given."""
     counts = [p[0] for p in points]
-    for ax, (i, name), reference in zip(axes, ((0, "peak RSS (MiB)"), (1, "CPU user+sys (s)"),
-                                               (4, "received (MiB)")), upstream):
+    for ax, (i, name), reference in zip(axes, columns, references):
         mean = [sum(r[i] for r in rows) / len(rows) for _, _, rows in points]
         top = [max(r[i] for r in rows) for _, _, rows in points]
         ax.plot(counts, mean, marker="o", color=STYLE["kcm-rs"]["color"], label="kcm-rs, mean per replica")
         ax.plot(counts, top, marker="^", linestyle=":", color=STYLE["kcm-rs"]["color"],
                 label="kcm-rs, busiest replica")
-        ax.axhline(reference, color=STYLE["upstream"]["color"], label="upstream KCM (one process)")
+        if reference is not None:
+            ax.axhline(reference, color=STYLE["upstream"]["color"], label="upstream KCM (one process)")
         ax.set_xticks(counts)
         ax.set_xlabel("kcm-rs replicas")
         ax.set_ylabel(name)
+        ax.set_title(title, fontsize=9)
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         _legend(ax, 7)
-    fig.tight_layout()
-    fig.savefig(path, format="svg")
-    plt.close(fig)
-    return path
 
 
 def stem_of(markdown_path):

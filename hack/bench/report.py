@@ -105,11 +105,12 @@ def perf_data(runs):
     return json.dumps({"version": "v1", "dataItems": items}, indent=1) + "\n"
 
 
-def sharded_perf_data(upstream, points):
+def sharded_perf_data(upstream, points, waves=()):
     """`PerfData` (v1) for a sharded pass: per replica count, the mean per-replica peak RSS, CPU and
     MiB received over the idle reading and when all shards had synced, with upstream's one process
     as the reference. `upstream` is (rss MiB, cpu s, MiB received); `points` holds (replicas,
-    synced after s, rows) with sharded_run's rows of (rss, cpu, pods, shards, MiB received)."""
+    synced after s, rows) with sharded_run's rows of (rss, cpu, pods, shards, MiB received);
+    `waves` holds (replicas, wave took s, rows) with wave_run's rows of (cpu, MiB received, rss)."""
     def item(data, unit, controller, replicas, metric):
         return {"data": data, "unit": unit, "labels": {"Metric": metric, "Controller": controller,
                                                        "Replicas": str(replicas)}}
@@ -126,6 +127,12 @@ def sharded_perf_data(upstream, points):
                   item({"Perc50": round(mean(4), 1), "Perc99": round(max(r[4] for r in rows), 1)}, "MiB",
                        "kcm-rs", replicas, "ReceivedPerReplica"),
                   item({"Perc50": round(synced_after * 1000, 1)}, "ms", "kcm-rs", replicas, "AllShardsSynced")]
+    for replicas, secs, rows in waves:
+        for i, unit, metric, digits in ((0, "s", "WaveCPUPerReplica", 2), (1, "MiB", "WaveReceivedPerReplica", 1),
+                                        (2, "MiB", "WavePeakRSSPerReplica", 1)):
+            items.append(item({"Perc50": round(sum(r[i] for r in rows) / len(rows), digits),
+                               "Perc99": round(max(r[i] for r in rows), digits)}, unit, "kcm-rs", replicas, metric))
+        items.append(item({"Perc50": round(secs * 1000, 1)}, "ms", "kcm-rs", replicas, "WaveDuration"))
     return json.dumps({"version": "v1", "dataItems": items}, indent=1) + "\n"
 
 

@@ -222,7 +222,7 @@ def main():
                               f"--port={port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     api = Api(port)
     lines = []
-    upstream, points = None, []  # the charts' and PerfData's figures
+    upstream, points, wave_points = None, [], []  # the charts' and PerfData's figures
     try:
         wait_until("kubectl proxy", lambda: api_ok(api, "/api/v1/namespaces/default"), 30)
         # The number first: FNV-1a's top bits barely move with a name's last characters, so
@@ -261,6 +261,7 @@ def main():
             log(lines[-1])
             if args.wave_pods:
                 secs, rows = wave_run(cluster, api, procs, namespaces, f"wave-{r}", args.wave_pods)
+                wave_points.append((r, secs, rows))
                 cells = "; ".join(f"{cpu:.1f}, {mib:.1f}, {rss:.0f}" for cpu, mib, rss in rows)
                 waves.append(f"| {r} | {secs:.1f} s | {cells} |")
                 log(waves[-1])
@@ -301,8 +302,9 @@ def main():
             if upstream and points:
                 stem = plots.stem_of(args.out)
                 with open(f"{stem}.perfdata.json", "w") as f:
-                    f.write(sharded_perf_data(upstream, points))
-                log(f"PerfData to {stem}.perfdata.json, chart to {plots.write_sharded(stem, upstream, points)}")
+                    f.write(sharded_perf_data(upstream, points, wave_points))
+                chart = plots.write_sharded(stem, upstream, points, wave_points)
+                log(f"PerfData to {stem}.perfdata.json, chart to {chart}")
 
 
 if __name__ == "__main__":

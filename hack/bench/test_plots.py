@@ -42,15 +42,14 @@ class Charts(unittest.TestCase):
                 self.assertIn("upstream KCM", text)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class Sharded(unittest.TestCase):
     UPSTREAM = (300.0, 12.0, 80.0)
     # (replicas, all shards synced after s, per replica (rss, cpu, pods, shards, MiB received))
     POINTS = [(1, 4.0, [(120.0, 6.0, 20000, 12, 70.0)]),
               (2, 3.0, [(70.0, 3.5, 10000, 6, 36.0), (66.0, 3.1, 10000, 6, 35.0)])]
+    # (replicas, wave took s, per replica (cpu, MiB received, rss))
+    WAVES = [(1, 24.0, [(2.4, 22.0, 86.0)]), (2, 23.0, [(2.1, 18.3, 60.0), (1.9, 17.1, 57.0)])]
 
     def test_perf_data_has_upstream_and_each_replica_count(self):
         import json
@@ -63,9 +62,28 @@ class Sharded(unittest.TestCase):
         synced = [i for i in items if i["labels"]["Metric"] == "AllShardsSynced"]
         self.assertEqual([i["data"]["Perc50"] for i in synced], [4000.0, 3000.0])
 
+    def test_perf_data_has_the_wave_per_replica(self):
+        import json
+        from report import sharded_perf_data
+        items = json.loads(sharded_perf_data(self.UPSTREAM, self.POINTS, self.WAVES))["dataItems"]
+        cpu = {i["labels"]["Replicas"]: i["data"] for i in items if i["labels"]["Metric"] == "WaveCPUPerReplica"}
+        self.assertEqual(cpu, {"1": {"Perc50": 2.4, "Perc99": 2.4}, "2": {"Perc50": 2.0, "Perc99": 2.1}})
+        took = [i["data"]["Perc50"] for i in items if i["labels"]["Metric"] == "WaveDuration"]
+        self.assertEqual(took, [24000.0, 23000.0])
+
     def test_the_chart_is_written(self):
         with tempfile.TemporaryDirectory() as d:
             path = plots.write_sharded(os.path.join(d, "pass"), self.UPSTREAM, self.POINTS)
             with open(path) as f:
                 text = f.read()
             self.assertIn("busiest replica", text)
+
+    def test_the_chart_has_a_row_for_the_wave(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = plots.write_sharded(os.path.join(d, "pass"), self.UPSTREAM, self.POINTS, self.WAVES)
+            with open(path) as f:
+                self.assertIn("Deployments wave", f.read())
+
+
+if __name__ == "__main__":
+    unittest.main()
