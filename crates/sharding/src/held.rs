@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     host::{Reads, Running, ShardStart},
     manager::Shared,
+    renewals::{Renewal, Renewals},
 };
 
 /// A shard this replica holds, as the manager sees it.
@@ -39,8 +40,8 @@ pub struct Held {
     pub release: CancellationToken,
     pub task: JoinHandle<()>,
     pub synced: Arc<std::sync::atomic::AtomicBool>,
-    /// The last successful renewal not yet confirmed: when it started, and when its answer came.
-    renewed: Arc<Mutex<Option<Renewal>>>,
+    /// The successful renewals not yet confirmed.
+    renewed: Arc<Mutex<Renewals>>,
     /// Another layout's claim overlapped it: being given up, never confirmed again.
     pub conflict: bool,
     /// Released because its caches did not sync within the bound.
@@ -54,14 +55,6 @@ pub struct Held {
 /// log), and this replica leaves it alone for as long again.
 pub const SYNC_BOUND_LEASE_DURATIONS: u32 = 8;
 
-#[derive(Debug, Clone, Copy)]
-struct Renewal {
-    started: Instant,
-    /// The machine's time spent suspended when it started (`WriteFence::suspended_now`).
-    suspended: Duration,
-    answered: Instant,
-}
-
 impl Held {
     /// Starts holding `shard`, whose Lease `elector` won in an attempt that started at `won_at`, when
     /// the machine had been suspended for `won_at.1`.
@@ -73,7 +66,7 @@ impl Held {
     ) -> Self {
         let release = CancellationToken::new();
         let synced = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let renewed = Arc::new(Mutex::new(None));
+        let renewed = Arc::new(Mutex::new(Renewals::default()));
         let unsynced = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let cached = shared.server.filters() != Some(true);
         let task = tokio::spawn(hold(
@@ -102,12 +95,10 @@ impl Held {
         }
     }
 
-    /// The start of the last successful renewal answered before `listed_at` (and the suspend
+    /// The start of the newest successful renewal answered before `listed_at` (and the suspend
     /// clock then), taken: a list begun then that shows no overlapping claim confirms it.
     pub fn unconfirmed(&self, listed_at: Instant) -> Option<(Instant, Duration)> {
-        let mut renewed = self.renewed.lock();
-        let r = renewed.filter(|r| r.answered <= listed_at)?;
-        *renewed = None;
+        let r = self.renewed.lock().confirmable(listed_at)?;
         Some((r.started, r.suspended))
     }
 }
@@ -118,7 +109,7 @@ struct Hold {
     shard: Shard,
     cached: bool,
     elector: Arc<LeaderElector>,
-    renewed: Arc<Mutex<Option<Renewal>>>,
+    renewed: Arc<Mutex<Renewals>>,
     unsynced: Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -253,7 +244,7 @@ async fn renew(h: &Hold, won_at: Instant, release: &CancellationToken) -> End {
         match attempt {
             Ok(Some(started)) => {
                 last = started;
-                *h.renewed.lock() = Some(Renewal {
+                h.renewed.lock().push(Renewal {
                     started,
                     suspended,
                     answered: Instant::now(),

@@ -28,6 +28,7 @@ mod members;
 mod names;
 mod plan;
 mod refit;
+mod renewals;
 mod status;
 mod suspended;
 mod unsharded;
