@@ -118,20 +118,19 @@ def sharded_perf_data(upstream, points, waves=()):
     items = [item({"Perc50": round(up_rss, 1)}, "MiB", "upstream", 1, "PeakRSS"),
              item({"Perc50": round(up_cpu, 2)}, "s", "upstream", 1, "CPU"),
              item({"Perc50": round(up_mib, 1)}, "MiB", "upstream", 1, "Received")]
+    def per_replica(replicas, rows, columns):
+        """Per (row index, unit, metric, digits): the mean replica's figure as Perc50, the busiest's
+        as Perc99."""
+        return [item({"Perc50": round(sum(r[i] for r in rows) / len(rows), digits),
+                      "Perc99": round(max(r[i] for r in rows), digits)}, unit, "kcm-rs", replicas, metric)
+                for i, unit, metric, digits in columns]
     for replicas, synced_after, rows in points:
-        mean = lambda i: sum(r[i] for r in rows) / len(rows)  # noqa: E731
-        items += [item({"Perc50": round(mean(0), 1), "Perc99": round(max(r[0] for r in rows), 1)}, "MiB",
-                       "kcm-rs", replicas, "PeakRSSPerReplica"),
-                  item({"Perc50": round(mean(1), 2), "Perc99": round(max(r[1] for r in rows), 2)}, "s",
-                       "kcm-rs", replicas, "CPUPerReplica"),
-                  item({"Perc50": round(mean(4), 1), "Perc99": round(max(r[4] for r in rows), 1)}, "MiB",
-                       "kcm-rs", replicas, "ReceivedPerReplica"),
-                  item({"Perc50": round(synced_after * 1000, 1)}, "ms", "kcm-rs", replicas, "AllShardsSynced")]
+        items += per_replica(replicas, rows, ((0, "MiB", "PeakRSSPerReplica", 1), (1, "s", "CPUPerReplica", 2),
+                                              (4, "MiB", "ReceivedPerReplica", 1)))
+        items.append(item({"Perc50": round(synced_after * 1000, 1)}, "ms", "kcm-rs", replicas, "AllShardsSynced"))
     for replicas, secs, rows in waves:
-        for i, unit, metric, digits in ((0, "s", "WaveCPUPerReplica", 2), (1, "MiB", "WaveReceivedPerReplica", 1),
-                                        (2, "MiB", "WavePeakRSSPerReplica", 1)):
-            items.append(item({"Perc50": round(sum(r[i] for r in rows) / len(rows), digits),
-                               "Perc99": round(max(r[i] for r in rows), digits)}, unit, "kcm-rs", replicas, metric))
+        items += per_replica(replicas, rows, ((0, "s", "WaveCPUPerReplica", 2), (1, "MiB", "WaveReceivedPerReplica", 1),
+                                              (2, "MiB", "WavePeakRSSPerReplica", 1)))
         items.append(item({"Perc50": round(secs * 1000, 1)}, "ms", "kcm-rs", replicas, "WaveDuration"))
     return json.dumps({"version": "v1", "dataItems": items}, indent=1) + "\n"
 
