@@ -90,6 +90,20 @@ async fn active_until(ns: &TestNamespace, what: &str, done: impl Fn(&[String]) -
 /// What a Job the CronJob started carries, as one line: its controller, its template's label, and
 /// whether the scheduled-time annotation names the minute its name does, and in which zone.
 pub(crate) fn describe(job: &Job) -> String {
+    describe_slot(job, Slot::OnTheMinute)
+}
+
+/// Where a schedule puts its slots against the minute a Job's name carries.
+#[derive(Clone, Copy)]
+enum Slot {
+    /// A cron schedule: the annotation is the name's minute to the second.
+    OnTheMinute,
+    /// `@every` a number of seconds: the annotation is the slot's second, inside the name's minute
+    /// (on it only when the slot happens to fall there, which differs from run to run).
+    WithinTheMinute,
+}
+
+fn describe_slot(job: &Job, slot: Slot) -> String {
     let meta = &job.metadata;
     let owner = meta
         .owner_references
@@ -105,8 +119,9 @@ pub(crate) fn describe(job: &Job) -> String {
         .and_then(|n| n.rsplit('-').next())
         .and_then(|m| m.parse::<i64>().ok());
     let parsed = annotation.as_deref().and_then(|a| a.parse::<Timestamp>().ok());
-    let matches = match (parsed, minute) {
-        (Some(t), Some(m)) => t.as_second() == m * 60,
+    let matches = match (parsed, minute, slot) {
+        (Some(t), Some(m), Slot::OnTheMinute) => t.as_second() == m * 60,
+        (Some(t), Some(m), Slot::WithinTheMinute) => t.as_second().div_euclid(60) == m,
         _ => false,
     };
     let zone = annotation.as_deref().map(|a| {
@@ -116,7 +131,11 @@ pub(crate) fn describe(job: &Job) -> String {
             a[a.len() - 6..].to_owned()
         }
     });
-    format!("owner {owner:?}, label {label:?}, annotation is the name's minute: {matches}, zone {zone:?}")
+    let relation = match slot {
+        Slot::OnTheMinute => "is the name's minute",
+        Slot::WithinTheMinute => "is in the name's minute",
+    };
+    format!("owner {owner:?}, label {label:?}, annotation {relation}: {matches}, zone {zone:?}")
 }
 
 /// The CronJob's status as an outcome: the active count, and whether each time is set and agrees
@@ -355,7 +374,8 @@ fn every_seconds(ns: TestNamespace) -> Run {
             "first slot after creation (s)".into(),
             (last.as_second() - created.as_second()).to_string(),
         );
-        o.insert("job".into(), describe(&jobs(&ns).await[0]));
+        let job = describe_slot(&jobs(&ns).await[0], Slot::WithinTheMinute);
+        o.insert("job".into(), job);
         first_pod(&ns).await;
         stop(&ns).await;
         o
