@@ -55,11 +55,11 @@ image_suites=(image static_pod)
 # lanes; envtest-go with its Go build cached, as CI has it): only the lane split uses them.
 # conformance-ci and bench-smoke without their builds.
 declare -A known_seconds=(
-  [parallel]=116 [informer_disruptive]=35 [secure_serving]=131 [replicaset]=133 [deployment]=127
-  [job]=186 [shadow]=235 [rbac]=253 [leader_election]=45 [leader_election_load]=98 [sharding]=400
-  [layout_change]=131 [shard_faults]=269 [embedded]=33 [ttl_after_finished]=63 [cronjob]=261
-  [replicaset_soak]=167 [deployment_soak]=87 [job_soak]=157 [random_differential]=170 [image]=20
-  [static_pod]=28 [conformance-ci]=341 [bench-smoke]=225 [kwokctl]=12 [envtest-go]=24 [envtest-rs]=8
+  [parallel]=124 [informer_disruptive]=22 [secure_serving]=69 [replicaset]=128 [deployment]=91
+  [job]=186 [shadow]=259 [rbac]=130 [leader_election]=53 [leader_election_load]=102 [sharding]=295
+  [layout_change]=106 [shard_faults]=209 [embedded]=25 [ttl_after_finished]=61 [cronjob]=236
+  [replicaset_soak]=162 [deployment_soak]=89 [job_soak]=113 [random_differential]=163 [image]=19
+  [static_pod]=18 [conformance-ci]=309 [bench-smoke]=225 [kwokctl]=11 [envtest-go]=12 [envtest-rs]=9
 )
 
 die() { printf '[e2e] ERROR: %s\n' "$*" >&2; exit 2; }

@@ -22,6 +22,20 @@ SAMPLE_PERIOD = 0.5
 
 
 @dataclass(frozen=True)
+class Pauses:
+    """The fixed waits around a measured run, in seconds."""
+    settle: float  # after /healthz answers: the informers list and sync before the CPU reading starts
+    tail: float  # after the workload: the CPU of its last reactions is counted
+    audit: float  # after the process stops: the API server writes its audit log in batches
+
+
+MEASURED = Pauses(settle=2, tail=2, audit=3)
+# The `tiny` scale is make test's smoke run: it checks that the runner works and no one reads its
+# figures, so its runs, whose work takes a second or two, need not wait as long as a measured one.
+SMOKE = Pauses(settle=0.5, tail=0.5, audit=1)
+
+
+@dataclass(frozen=True)
 class Cluster:
     """Where the control plane hack/bench.sh started lives, and which kcm-rs to measure."""
     run_dir: str  # KCM_RS_RUN_DIR: kubeconfigs, logs (the audit log among them)
@@ -41,7 +55,7 @@ class Controller:
     """The process under test: a second upstream KCM with only the workload's controllers, or kcm-rs,
     both on the bench user's kubeconfig (the audit log counts that user's requests)."""
 
-    def __init__(self, cluster, impl, controllers, qps, burst, tag, cpu_profiles=False):
+    def __init__(self, cluster, impl, controllers, qps, burst, tag, cpu_profiles=False, pauses=MEASURED):
         port = free_port()
         allow = "/healthz,/readyz,/livez,/metrics" + (f",{profiles.ALLOW_PATH}" if cpu_profiles else "")
         kubeconfig = f"{cluster.run_dir}/kubeconfig-bench"
@@ -65,7 +79,7 @@ class Controller:
             # outlive its run and act on the next one's objects.
             self.stop()
             raise
-        time.sleep(2)  # informers list and sync after /healthz answers
+        time.sleep(pauses.settle)
         self.profiler = profiles.Profiler(port) if cpu_profiles else None
         self.cpu0 = self.cpu()
         self.series = []  # (seconds since cpu0, CPU seconds since cpu0, RSS MiB)
@@ -148,7 +162,7 @@ def audit_requests(cluster, t0, t1):
     return counts
 
 
-def run_one(cluster, api, workload, impl, size, qps, burst, cpu_profiles=False):
+def run_one(cluster, api, workload, impl, size, qps, burst, cpu_profiles=False, pauses=MEASURED):
     """`workload` (a workloads.Workload) at `size` under `impl` ("upstream" or "kcm-rs"): its figures,
     as the keys report.table reads; with `cpu_profiles`, also the process's CPU profile windows
     (`cpu_profile`, see profiles.py)."""
@@ -169,11 +183,11 @@ def run_one(cluster, api, workload, impl, size, qps, burst, cpu_profiles=False):
         for w in watches:
             w.start()
         wall0 = time.time()
-        ctl = Controller(cluster, impl, workload.controllers, qps, burst, workload.name, cpu_profiles)
+        ctl = Controller(cluster, impl, workload.controllers, qps, burst, workload.name, cpu_profiles, pauses)
         try:
             converge, lat = workload.run(api, ns, size, ev)
             windows = ctl.profiler.stop() if ctl.profiler else None
-            time.sleep(2)
+            time.sleep(pauses.tail)
             cpu = ctl.cpu() - (0 if workload.cpu_from_start else ctl.cpu0)
             result = dict(converge=converge, p50=percentile(lat, 50), p90=percentile(lat, 90),
                           p99=percentile(lat, 99), samples=len(lat),
@@ -184,7 +198,7 @@ def run_one(cluster, api, workload, impl, size, qps, burst, cpu_profiles=False):
                 result["cpu_profile"] = windows
         finally:
             ctl.stop()
-        time.sleep(3)  # the audit log is written in batches
+        time.sleep(pauses.audit)
         result.update(request_figures(audit_requests(cluster, wall0, time.time())))
     finally:
         for w in watches:

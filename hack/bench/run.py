@@ -18,7 +18,7 @@ import sys
 import time
 
 from api import Api, api_ok, free_port, log, wait_until
-from measure import Cluster, run_one
+from measure import MEASURED, SMOKE, Cluster, run_one
 import plots
 import profiles
 from report import appended, perf_data, results_file, table, unused_path
@@ -72,7 +72,8 @@ def main():
                 for impl in ("upstream", "kcm-rs"):
                     log(f"{name} ({workload.describe(size)}), qps {qps}/{burst}: {impl}")
                     t = time.monotonic()
-                    results[impl] = run_one(cluster, api, workload, impl, size, qps, burst, args.cpu_profiles)
+                    results[impl] = run_one(cluster, api, workload, impl, size, qps, burst, args.cpu_profiles,
+                                            SMOKE if args.scale == "tiny" else MEASURED)
                     if args.cpu_profiles:
                         profiled.append((f"{name}-qps{qps}", impl, results[impl].pop("cpu_profile", [])))
                     figures = {k: v for k, v in results[impl].items() if k not in ("by_kind", "latencies", "series")}
