@@ -1,10 +1,11 @@
 //! Handler delivery rate: a watch stream of 10,000 pod events (built from the recorded pod) goes
-//! through kube's client and decoder, the reflector, the store and a handler, decoded as the full
-//! `Pod` (managedFields stripped by the transform) and as the controllers' [`CompactPod`], timed by
-//! the wall clock and by the process's CPU time.
+//! through kube's client, the informers' decoder, the reflector, the store and a handler, decoded as
+//! the full `Pod` (managedFields skipped by `JsonListWatch`) and as the controllers' [`CompactPod`],
+//! timed by the wall clock and by the process's CPU time.
 //!
 //! The `web pod` cases put the two content types side by side on one recorded Deployment pod
-//! (`benches/fixtures/pods.*`): JSON lines through kube's `Api`, and protobuf frames through
+//! (`benches/fixtures/pods.*`): JSON lines through `JsonListWatch` (every kind not read as protobuf,
+//! and pods with `--kube-api-content-type=application/json`), and protobuf frames through
 //! `ProtobufListWatch`, the pod informer's path since `--kube-api-content-type` (KCM's default).
 
 use std::{
@@ -18,6 +19,7 @@ use std::{
 use bytes::Bytes;
 use controller::CompactPod;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use informer::json::JsonListWatch;
 use informer::protobuf::{ProtobufListWatch, decode as protobuf, encode};
 use informer::{
     HandlerFns, ReflectorConfig, SharedInformer,
@@ -27,7 +29,6 @@ use informer::{
 };
 use k8s_openapi::api::core::v1::Pod;
 use kcm_rs_benches::{pod_json, web_pod_json, web_pod_protobuf};
-use kube::Api;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -67,7 +68,12 @@ impl Cached for CompactPod {}
 
 async fn deliver<K: Cached>(encoded: &[Bytes]) {
     deliver_through(
-        |api| Scope::new(Api::<K>::all(api.client()), None),
+        |api| {
+            Scope::new(
+                JsonListWatch::<K>::new(api.client(), K::url_path(&(), None)),
+                None,
+            )
+        },
         Answer::Lines(encoded.to_vec()),
     )
     .await;

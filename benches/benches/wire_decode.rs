@@ -1,13 +1,20 @@
 //! One watch event's decoding, JSON against protobuf, on the same eleven recorded pods
 //! (`benches/fixtures/pods.json` and `pods-watch.pb`, taken from one namespace of the local control
 //! plane, managedFields included): what `--kube-api-content-type` changes for the pod informer.
+//!
+//! The `apps` group: a recorded ReplicaSet and Deployment (`fixtures/replicaset.json`,
+//! `deployment.json`), read in JSON as their informers read them, decoded whole then stripped of
+//! managedFields (kube's `Api` and the transform) against decoded without them (`JsonListWatch`).
 
 use bytes::Bytes;
 use controller::CompactPod;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use informer::json::WithoutManagedFields;
 use informer::protobuf::decode;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use kcm_rs_benches::PODS_JSON;
-use kube::api::WatchEvent;
+use kube::{Resource, api::WatchEvent};
+use serde::de::DeserializeOwned;
 
 const WATCH_PB: &[u8] = include_bytes!("../fixtures/pods-watch.pb");
 
@@ -70,5 +77,43 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// One MODIFIED line of a recorded object, `type` first.
+fn modified(fixture: &str) -> String {
+    let obj: serde_json::Value = serde_json::from_str(fixture).expect("fixture");
+    format!("{{\"type\":\"MODIFIED\",\"object\":{obj}}}")
+}
+
+fn whole_then_stripped<K: DeserializeOwned + Clone + Resource>(line: &str) -> WatchEvent<K> {
+    let mut e: WatchEvent<K> = serde_json::from_str(line).expect("decodes");
+    if let WatchEvent::Modified(o) = &mut e {
+        o.meta_mut().managed_fields = None;
+    }
+    e
+}
+
+fn without_managed_fields<K: DeserializeOwned + Clone>(line: &str) -> WatchEvent<WithoutManagedFields<K>> {
+    serde_json::from_str(line).expect("decodes")
+}
+
+fn apps(c: &mut Criterion) {
+    let rs = modified(include_str!("../fixtures/replicaset.json"));
+    let deploy = modified(include_str!("../fixtures/deployment.json"));
+    let mut g = c.benchmark_group("wire_decode_apps");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("replicaset/whole_then_stripped", |b| {
+        b.iter(|| std::hint::black_box(whole_then_stripped::<ReplicaSet>(&rs)));
+    });
+    g.bench_function("replicaset/without_managed_fields", |b| {
+        b.iter(|| std::hint::black_box(without_managed_fields::<ReplicaSet>(&rs)));
+    });
+    g.bench_function("deployment/whole_then_stripped", |b| {
+        b.iter(|| std::hint::black_box(whole_then_stripped::<Deployment>(&deploy)));
+    });
+    g.bench_function("deployment/without_managed_fields", |b| {
+        b.iter(|| std::hint::black_box(without_managed_fields::<Deployment>(&deploy)));
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, apps);
 criterion_main!(benches);

@@ -4,8 +4,9 @@
 //! delivery, no resync, no tombstones for objects that vanish across a relist, and no per-key
 //! rate-limited workqueue; client-go's controllers are written against all of those. kube's client,
 //! request parameters and label-selector matching are reused as they are. A reflector lists and
-//! watches through a [`ListerWatcher`]: kube's `Api` (JSON), or [`protobuf::ProtobufListWatch`] for a
-//! kind that brings its own protobuf decoder, as KCM reads built-in kinds in protobuf and kube cannot.
+//! watches through a [`ListerWatcher`]: [`json::JsonListWatch`] (kube's requests, each object decoded
+//! without its managedFields), or [`protobuf::ProtobufListWatch`] for a kind that brings its own
+//! protobuf decoder, as KCM reads built-in kinds in protobuf and kube cannot. kube's `Api` is one too.
 //!
 //! Delivery follows client-go 1.36, where `InOrderInformers` is GA: every watch event reaches the store
 //! and then every handler in the order the server sent it (no per-key accumulation as in the older
@@ -14,12 +15,14 @@
 #![forbid(unsafe_code)]
 
 pub mod informer;
+pub mod json;
 pub mod key;
 mod layout;
 pub mod listwatch;
 pub mod metrics;
 pub mod protobuf;
 pub mod reflector;
+mod request;
 pub mod selector;
 mod shard;
 mod sharded;

@@ -1,6 +1,6 @@
 //! The two calls a reflector makes (client-go `cache.ListerWatcher`), so that how a kind is fetched
-//! and decoded can differ by kind: kube's `Api` asks for JSON, [`crate::protobuf::ProtobufListWatch`]
-//! asks for protobuf, as KCM does for built-in kinds.
+//! and decoded can differ by kind: [`crate::json::JsonListWatch`] (and kube's `Api`) ask for JSON,
+//! [`crate::protobuf::ProtobufListWatch`] asks for protobuf, as KCM does for built-in kinds.
 
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@ use std::{
     sync::Arc,
 };
 
-use kube::{Api, Client, Resource};
+use kube::{Client, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
@@ -17,6 +17,7 @@ use super::{
     shared::{Scope, SharedInformer},
 };
 use crate::{
+    json::JsonListWatch,
     listwatch::ListerWatcher,
     metrics::{MetricsProvider, NoopMetrics},
     protobuf::{ProtobufListWatch, ProtobufObject},
@@ -144,11 +145,11 @@ impl SharedInformerFactory {
     pub fn namespaced<K: Namespaced>(&self, options: InformerOptions) -> SharedInformer<K> {
         self.get_or_create(options, true, |client, namespaces| {
             if namespaces.is_empty() {
-                vec![Scope::new(Api::all(client), None)]
+                vec![json_scope(client, None)]
             } else {
                 namespaces
                     .iter()
-                    .map(|ns| Scope::new(Api::namespaced(client.clone(), ns), Some(ns.clone())))
+                    .map(|ns| json_scope(client.clone(), Some(ns)))
                     .collect()
             }
         })
@@ -159,9 +160,7 @@ impl SharedInformerFactory {
     where
         K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     {
-        self.get_or_create(options, false, |client, _| {
-            vec![Scope::new(Api::all(client), None)]
-        })
+        self.get_or_create(options, false, |client, _| vec![json_scope(client, None)])
     }
 
     fn get_or_create<K>(
@@ -236,4 +235,14 @@ impl SharedInformerFactory {
             (entry.start)(cancel.clone());
         }
     }
+}
+
+/// A scope listed and watched in JSON (`None`: all namespaces); [`SharedInformerFactory::with_protobuf`]
+/// replaces it for the kinds read as protobuf.
+fn json_scope<K>(client: Client, namespace: Option<&str>) -> Scope<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Send + Sync + 'static,
+{
+    let path = K::url_path(&(), namespace);
+    Scope::new(JsonListWatch::new(client, path), namespace.map(str::to_owned))
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
+use kube::Resource as _;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::*;
@@ -15,7 +15,9 @@ fn start(api: &FakeApi, watch_list: bool) -> (UnboundedReceiver<ReflectorEvent<P
         transform: Some(crate::transform::strip_managed_fields()),
         ..ReflectorConfig::default()
     };
-    let reflector = Reflector::new(Api::<Pod>::all(api.client()), "pods", config);
+    // The path the shared informers take for a kind read as JSON.
+    let list_watch = crate::json::JsonListWatch::<Pod>::new(api.client(), Pod::url_path(&(), None));
+    let reflector = Reflector::new(list_watch, "pods", config);
     let (tx, rx) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     tokio::spawn(reflector.run(tx, cancel.clone()));
@@ -219,7 +221,7 @@ async fn cancel_stops_the_reflector() {
         watch_list: false,
         ..ReflectorConfig::default()
     };
-    let reflector = Reflector::<Pod>::new(Api::all(api.client()), "pods", config);
+    let reflector = Reflector::<Pod>::new(kube::Api::all(api.client()), "pods", config);
     let (tx, mut rx) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     let task = tokio::spawn(reflector.run(tx, cancel.clone()));
