@@ -19,19 +19,31 @@ use tokio_util::io::StreamReader;
 
 use crate::listwatch::WatchStream;
 
-/// The media type of the API server's protobuf encoding (apimachinery `runtime.ContentTypeProtobuf`).
-pub const CONTENT_TYPE_PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+/// Reads an error answer's `Status` from an encoding other than JSON (the protobuf path's), before
+/// JSON is tried; so that this module need not know the encodings its callers ask for.
+pub(crate) type StatusDecoder = fn(&HeaderMap, &Bytes) -> Option<Status>;
 
 /// One collection (`/api/v1/pods`, `/apis/apps/v1/namespaces/ns/replicasets`) and the client that
 /// lists and watches it.
 pub(crate) struct Collection {
     client: Client,
     path: String,
+    status: Option<StatusDecoder>,
 }
 
 impl Collection {
     pub(crate) fn new(client: Client, path: String) -> Self {
-        Collection { client, path }
+        Collection {
+            client,
+            path,
+            status: None,
+        }
+    }
+
+    /// Error answers are read with `decoder` first.
+    pub(crate) fn with_status_decoder(mut self, decoder: StatusDecoder) -> Self {
+        self.status = Some(decoder);
+        self
     }
 
     pub(crate) fn path(&self) -> &str {
@@ -47,7 +59,7 @@ impl Collection {
         let req = Request::new(&self.path)
             .list(params)
             .map_err(kube::Error::BuildRequest)?;
-        send(&self.client, req, accept).await
+        self.send(req, accept).await
     }
 
     /// Watches the collection from `version`, accepting `accept`: as kube does for its own watches,
@@ -63,31 +75,31 @@ impl Collection {
             .map_err(kube::Error::BuildRequest)?;
         req.headers_mut()
             .insert(header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
-        send(&self.client, req, accept).await
+        self.send(req, accept).await
     }
-}
 
-/// Sends `req` accepting `accept`; an error status becomes `kube::Error::Api` with the server's
-/// `Status`, as kube's own calls report it, so the reflector reads 410 Gone and refusals alike on
-/// either path.
-async fn send(
-    client: &Client,
-    mut req: http::Request<Vec<u8>>,
-    accept: &'static str,
-) -> kube::Result<http::Response<Body>> {
-    req.headers_mut()
-        .insert(header::ACCEPT, HeaderValue::from_static(accept));
-    let res = client.send(req.map(Body::from)).await?;
-    if !(res.status().is_client_error() || res.status().is_server_error()) {
-        return Ok(res);
+    /// Sends `req` accepting `accept`; an error status becomes `kube::Error::Api` with the server's
+    /// `Status`, as kube's own calls report it, so the reflector reads 410 Gone and refusals alike on
+    /// either path.
+    async fn send(
+        &self,
+        mut req: http::Request<Vec<u8>>,
+        accept: &'static str,
+    ) -> kube::Result<http::Response<Body>> {
+        req.headers_mut()
+            .insert(header::ACCEPT, HeaderValue::from_static(accept));
+        let res = self.client.send(req.map(Body::from)).await?;
+        if !(res.status().is_client_error() || res.status().is_server_error()) {
+            return Ok(res);
+        }
+        let (parts, body) = res.into_parts();
+        let bytes = body.collect().await?.to_bytes();
+        let status = self
+            .status
+            .and_then(|decode| decode(&parts.headers, &bytes))
+            .unwrap_or_else(|| error_status(parts.status, &bytes));
+        Err(kube::Error::Api(Box::new(status)))
     }
-    let (parts, body) = res.into_parts();
-    let bytes = body.collect().await?.to_bytes();
-    Err(kube::Error::Api(Box::new(error_status(
-        parts.status,
-        &parts.headers,
-        &bytes,
-    ))))
 }
 
 /// The whole body of a list answer.
@@ -132,21 +144,9 @@ fn to_io(e: kube::Error) -> io::Error {
     }
 }
 
-pub(crate) fn is_protobuf(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with(CONTENT_TYPE_PROTOBUF))
-}
-
-/// The `Status` of an error answer in whatever encoding it came, or one made from the HTTP status and
-/// the body's text (a proxy's error page).
-fn error_status(code: http::StatusCode, headers: &HeaderMap, body: &Bytes) -> Status {
-    if is_protobuf(headers)
-        && let Ok(status) = crate::protobuf::decode::status(body)
-    {
-        return status;
-    }
+/// The `Status` of an error answer in JSON, or one made from the HTTP status and the body's text (a
+/// proxy's error page).
+fn error_status(code: http::StatusCode, body: &Bytes) -> Status {
     if let Ok(status) = serde_json::from_slice::<Status>(body) {
         return status;
     }

@@ -3,10 +3,13 @@
 
 use std::marker::PhantomData;
 
+use bytes::Bytes;
 use futures::{StreamExt as _, future::BoxFuture};
+use http::{HeaderMap, header};
 use kube::{
     Client,
     api::{ListParams, ObjectList, WatchParams},
+    core::Status,
 };
 use serde::de::DeserializeOwned;
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
@@ -15,10 +18,11 @@ use super::{ProtobufObject, decode, wire::WireError};
 use crate::{
     json,
     listwatch::{ListerWatcher, WatchStream},
-    request::{self, Collection, is_protobuf},
+    request::{self, Collection},
 };
 
-pub use crate::request::CONTENT_TYPE_PROTOBUF;
+/// The media type of the API server's protobuf encoding (apimachinery `runtime.ContentTypeProtobuf`).
+pub const CONTENT_TYPE_PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// What list and watch requests accept: protobuf, else JSON (the `Accept` client-go sends for a
 /// protobuf client; a server that cannot encode the kind as protobuf answers JSON).
 const ACCEPT: &str = "application/vnd.kubernetes.protobuf, application/json";
@@ -52,7 +56,7 @@ impl<K> std::fmt::Debug for ProtobufListWatch<K> {
 impl<K> ProtobufListWatch<K> {
     pub fn new(client: Client, path: impl Into<String>) -> Self {
         ProtobufListWatch {
-            collection: Collection::new(client, path.into()),
+            collection: Collection::new(client, path.into()).with_status_decoder(protobuf_status),
             _kind: PhantomData,
         }
     }
@@ -107,4 +111,16 @@ fn undecodable(path: &str, source: WireError) -> kube::Error {
         path: path.to_owned(),
         source,
     }))
+}
+
+fn is_protobuf(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(CONTENT_TYPE_PROTOBUF))
+}
+
+/// The `Status` of an error answer the server encoded in protobuf.
+fn protobuf_status(headers: &HeaderMap, body: &Bytes) -> Option<Status> {
+    is_protobuf(headers).then(|| decode::status(body).ok()).flatten()
 }
