@@ -24,7 +24,7 @@ clippy:
 unit:
 	$(CARGO) test --workspace --exclude kcm-rs-e2e
 
-# The e2e suites in 2 lanes (KCM_RS_E2E_LANES), each on a control plane of its own that the lane starts
+# The e2e suites in 3 lanes (KCM_RS_E2E_LANES), each on a control plane of its own that the lane starts
 # (reference mode) and always stops; the suites print the components' log tails when something fails.
 # See hack/e2e.sh (`hack/e2e.sh SUITE...`: only those, one at a time).
 e2e:
@@ -104,7 +104,7 @@ image-e2e: image
 	CARGO=$(CARGO) hack/e2e.sh image static_pod
 
 # Every check above as stages of hack/test.sh: the builds first, then the e2e suites, the image suite,
-# conformance-ci and bench-e2e-smoke in 2 lanes; ends with each stage's and each suite's wall time.
+# conformance-ci and bench-e2e-smoke in 3 lanes; ends with each stage's and each suite's wall time.
 test:
 	CARGO=$(CARGO) hack/test.sh
 

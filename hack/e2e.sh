@@ -15,13 +15,14 @@
 #                     all             parallel and every suite of the e2e and soak lists (`make e2e`)
 #                   Without ITEM: all. conformance-ci and bench-smoke start control planes of their own
 #                   (/tmp/kcm-rs-conformance, /tmp/kcm-rs-bench); their lane stops its own first.
-#   --lanes N       N lanes at once ($KCM_RS_E2E_LANES; default 2 for `all`, else 1: named items then
-#                   run one at a time, in the order given). Items go to lanes longest first, each to the
-#                   lane with the least work so far (durations: known_seconds below).
+#   --lanes N       N lanes at once ($KCM_RS_E2E_LANES; default 3 for `all`, else 1: named items then
+#                   run one at a time, in the order given). The items wait in one queue, longest first
+#                   (durations: known_seconds below), and a lane takes the next as its last one ends.
 #   --no-build      the binaries are built already (hack/test.sh builds them in stages of their own)
 #   --build-only    only build what the items need
-#   --plan          print the lanes the items would run in, with their expected seconds, and exit
-#   --lane N        run the items in order as lane N, on its control plane (what each lane runs)
+#   --plan          print the lanes the items would run in if each took its known seconds, and exit
+#   --lane N ITEM...  run the items in order as lane N, on its control plane
+#   --lane N --queue FILE  the same, taking items from the shared queue FILE (what each lane runs)
 #   --item ITEM     run one item's command on the current control plane (what a lane runs, under
 #                   `timeout`: see item_limit)
 #
@@ -51,15 +52,16 @@ soak_suites=(replicaset_soak deployment_soak job_soak random_differential)
 # Need the kcm-rs:dev image (hack/image.sh) and podman: `make image-e2e`, `make test`. static_pod is
 # the kubeadm recipe's static pod (deploy/kubeadm) under `podman kube play`.
 image_suites=(image static_pod)
-# Seconds each item took in its lane on the 2-core machine (cold `make test` of 2026-11-28, two
-# lanes; envtest-go with its Go build cached, as CI has it): only the lane split uses them.
-# conformance-ci and bench-smoke without their builds.
+# Seconds each item took in its lane on the 2-core machine (cold `make test` of 2026-11-29, three
+# lanes, on a day the machine built at half its usual speed; envtest-go with its Go build cached, as CI
+# has it): they order the queue and set each item's time limit. conformance-ci and bench-smoke
+# without their builds.
 declare -A known_seconds=(
-  [parallel]=124 [informer_disruptive]=22 [secure_serving]=69 [replicaset]=128 [deployment]=91
-  [job]=186 [shadow]=259 [rbac]=130 [leader_election]=53 [leader_election_load]=102 [sharding]=295
-  [layout_change]=106 [shard_faults]=209 [embedded]=25 [ttl_after_finished]=61 [cronjob]=236
-  [replicaset_soak]=162 [deployment_soak]=89 [job_soak]=113 [random_differential]=163 [image]=19
-  [static_pod]=18 [conformance-ci]=309 [bench-smoke]=225 [kwokctl]=11 [envtest-go]=12 [envtest-rs]=9
+  [parallel]=305 [informer_disruptive]=35 [secure_serving]=117 [replicaset]=210 [deployment]=171
+  [job]=205 [shadow]=258 [rbac]=219 [leader_election]=63 [leader_election_load]=99 [sharding]=377
+  [layout_change]=108 [shard_faults]=256 [embedded]=33 [ttl_after_finished]=63 [cronjob]=274
+  [replicaset_soak]=175 [deployment_soak]=88 [job_soak]=144 [random_differential]=224 [image]=21
+  [static_pod]=25 [conformance-ci]=320 [bench-smoke]=226 [kwokctl]=15 [envtest-go]=19 [envtest-rs]=14
 )
 
 die() { printf '[e2e] ERROR: %s\n' "$*" >&2; exit 2; }
@@ -120,18 +122,25 @@ build() {
   if contains envtest-rs "$@"; then "$here/envtest.sh" rust --build-only; fi
 }
 
-# Longest first, each item to the lane with the least work so far. Prints one line per lane.
+# The items longest first (known_seconds; 60 for an item without a figure), one per line.
+longest_first() {
+  local item
+  for item in "$@"; do echo "${known_seconds[$item]:-60} $item"; done | sort -s -k1,1nr | cut -d' ' -f2
+}
+
+# What the queue comes to if every item takes its known seconds: each to the lane that is free first.
+# Prints one line per lane.
 split_lanes() {
   local lanes=$1; shift
   local -a load=() lines=()
   local n item best
   for ((n = 0; n < lanes; n++)); do load[n]=0; lines[n]=""; done
-  while read -r _ item; do
+  while read -r item; do
     best=0
     for ((n = 1; n < lanes; n++)); do ((load[n] < load[best])) && best=$n; done
     load[best]=$((load[best] + ${known_seconds[$item]:-60}))
     lines[best]+=" $item"
-  done < <(for item in "$@"; do echo "${known_seconds[$item]:-60} $item"; done | sort -s -k1,1nr)
+  done < <(longest_first "$@")
   for ((n = 0; n < lanes; n++)); do echo "${lines[n]# }"; done
 }
 
@@ -269,7 +278,19 @@ run_item() {
   return "$rc"
 }
 
-# hack/e2e.sh --lane N ITEM...: runs the items in order on lane N's control plane.
+# The next item of a queue file (one item per line) that lanes share: "$1.next" holds how many are
+# taken, under the lock "$1.lock". Fails when none is left.
+take_item() {
+  local queue=$1 taken
+  {
+    flock 8
+    taken=$(cat "$queue.next" 2>/dev/null || echo 0)
+    echo $((taken + 1)) >"$queue.next"
+  } 8>"$queue.lock"
+  sed -n "$((taken + 1))p" "$queue" | grep .
+}
+
+# hack/e2e.sh --lane N ITEM... | --queue FILE: runs the items in order on lane N's control plane.
 lane_main() {
   lane=$1; shift
   export KCM_RS_RUN_DIR=$run_base-$lane
@@ -281,9 +302,11 @@ lane_main() {
   lane_failed=0
   trap cluster_stop EXIT
   local item
-  for item in "$@"; do
-    run_item "$item" || lane_failed=1
-  done
+  if [[ ${1:-} == --queue ]]; then
+    while item=$(take_item "$2"); do run_item "$item" || lane_failed=1; done
+  else
+    for item in "$@"; do run_item "$item" || lane_failed=1; done
+  fi
   exit "$lane_failed"
 }
 
@@ -311,19 +334,19 @@ stop_lanes() {
 }
 
 # Starts every lane in a session of its own (so that it can be stopped as a group, and stops its
-# control plane on the way out), waits for all, prints the logs of those that failed.
+# control plane on the way out), each taking items from one queue, longest first: a lane whose items
+# ran short of their known seconds takes more, so the lanes end close together. Waits for all, prints
+# the logs of those that failed.
 run_lanes() {
   local lanes=$1; shift
-  local -a plan
-  mapfile -t plan < <(split_lanes "$lanes" "$@")
-  local n rc=0
+  local queue=$logs/queue n rc=0
   local -a failed=()
+  rm -f "$queue" "$queue.next" "$queue.lock"
+  longest_first "$@" >"$queue"
+  log "$lanes lanes (${run_base}-N, logs $logs/lane-N.log), items longest first: $(tr '\n' ' ' <"$queue")"
   trap 'stop_lanes; exit 130' INT TERM
-  for ((n = 1; n <= lanes; n++)); do
-    [[ -n ${plan[n - 1]} ]] || continue
-    log "lane $n (${run_base}-$n, log $logs/lane-$n.log):${plan[n - 1]:+ ${plan[n - 1]}}"
-    # shellcheck disable=SC2086 # one word per item
-    setsid "$0" --lane "$n" ${plan[n - 1]} >"$logs/lane-$n.log" 2>&1 &
+  for ((n = 1; n <= lanes && n <= $#; n++)); do
+    setsid "$0" --lane "$n" --queue "$queue" >"$logs/lane-$n.log" 2>&1 &
     lane_pids[n]=$!
   done
   for n in "${!lane_pids[@]}"; do
@@ -355,7 +378,7 @@ main() {
     esac
   done
   ((${#args[@]})) || args=(all)
-  [[ -n $lanes ]] || { if [[ ${args[*]} == all ]]; then lanes=2; else lanes=1; fi; }
+  [[ -n $lanes ]] || { if [[ ${args[*]} == all ]]; then lanes=3; else lanes=1; fi; }
   [[ $lanes =~ ^[1-9][0-9]*$ ]] || die "--lanes must be a positive number, not '$lanes'"
   check_suite_lists
   local -a items

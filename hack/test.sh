@@ -14,7 +14,7 @@
 #                      cross-built into target/dist-check and run (`make dist` builds arm64 as well)
 #   image              the kcm-rs:dev image from dist's amd64 binary (hack/image.sh --binary, buildah)
 #   conformance-build  upstream's e2e.test (hack/conformance.sh --build-only; nothing when cached)
-#   e2e                hack/e2e.sh --no-build in $KCM_RS_E2E_LANES lanes (2): the parallel tests, every
+#   e2e                hack/e2e.sh --no-build in $KCM_RS_E2E_LANES lanes (3): the parallel tests, every
 #                      e2e and soak suite (short seeds), the image suites, the kwokctl and envtest
 #                      recipes, conformance-ci and bench-smoke (on dist's amd64 binary too)
 #                      ($KCM_RS_E2E_ITEMS, hack/e2e.sh's items, to run fewer)
@@ -39,7 +39,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here/.."
 cargo=${CARGO:-cargo}
-lanes=${KCM_RS_E2E_LANES:-2}
+lanes=${KCM_RS_E2E_LANES:-3}
 read -r -a e2e_items <<<"${KCM_RS_E2E_ITEMS:-all image static_pod kwokctl envtest-go envtest-rs conformance-ci bench-smoke}"
 all_stages=(fmt-check unit control-plane recipes e2e-build dist image conformance-build e2e)
 known_stages=("${all_stages[@]}" clippy)
