@@ -255,7 +255,7 @@ run_item() {
     conformance-ci | bench-smoke) cluster_stop ;;
     # Planes of their own, for seconds: the lane's may stay up beside them.
     kwokctl | envtest-go | envtest-rs) ;;
-    *) cluster_start || { record "$item" "$lane" 0 NO-CLUSTER - -; return 1; }
+    *) cluster_start || { record "$item" "$lane" 0 NO-CLUSTER - -; no_cluster=true; return 1; }
        settle ;;
   esac
   say "$item: started"
@@ -299,11 +299,12 @@ lane_main() {
   mkdir -p "$(dirname "$KCM_RS_RUN_DIR")"
   exec 9>"$KCM_RS_RUN_DIR.lock"
   flock -n 9 || die "lane $lane: $KCM_RS_RUN_DIR is in use by another hack/e2e.sh (lock $KCM_RS_RUN_DIR.lock)"
-  lane_failed=0
+  lane_failed=0 no_cluster=false
   trap cluster_stop EXIT
   local item
   if [[ ${1:-} == --queue ]]; then
-    while item=$(take_item "$2"); do run_item "$item" || lane_failed=1; done
+    # A lane whose control plane does not start leaves the rest of the queue to the others.
+    while ! $no_cluster && item=$(take_item "$2"); do run_item "$item" || lane_failed=1; done
   else
     for item in "$@"; do run_item "$item" || lane_failed=1; done
   fi
@@ -353,6 +354,13 @@ run_lanes() {
     wait "${lane_pids[n]}" || { rc=1; failed+=("$n"); }
   done
   trap - INT TERM
+  # Items no lane took (no lane's control plane started): rows of the table, and a failed run.
+  local item taken
+  taken=$(cat "$queue.next" 2>/dev/null || echo 0)
+  while read -r item; do
+    record "$item" - 0 NOT-RUN - -
+    rc=1
+  done < <(tail -n +"$((taken + 1))" "$queue")
   for n in "${failed[@]}"; do
     printf '\n----- lane %s failed: %s -----\n' "$n" "$logs/lane-$n.log"
     sed "s/^/[lane $n] /" "$logs/lane-$n.log"
