@@ -138,10 +138,34 @@ fn describe_slot(job: &Job, slot: Slot) -> String {
     format!("owner {owner:?}, label {label:?}, annotation {relation}: {matches}, zone {zone:?}")
 }
 
-/// The CronJob's status as an outcome: the active count, and whether each time is set and agrees
-/// with the Jobs (the last schedule is the newest Job's slot).
+/// Waits until the active list names only Jobs that exist and have not finished. A sync deletes the
+/// Jobs beyond the history limits or reads a finished one before it writes the status that drops
+/// them, so a read between the two sees a list the controller is about to change; on a loaded
+/// machine that window once held for a whole poll. A controller that never drops them fails here.
+async fn settled(ns: &TestNamespace) -> CronJob {
+    wait_for("the active list to name only unfinished Jobs", WAIT, || async {
+        let cj = cron_job(ns).await;
+        let jobs = jobs(ns).await;
+        let stale: Vec<String> = active(&cj)
+            .into_iter()
+            .filter(|name| {
+                let job = jobs.iter().find(|j| j.metadata.name.as_ref() == Some(name));
+                job.is_none_or(crate::random_differential::cronjob_outcome::finished)
+            })
+            .collect();
+        if stale.is_empty() {
+            Ok(cj)
+        } else {
+            Err(format!("active lists {stale:?}, gone or finished"))
+        }
+    })
+    .await
+}
+
+/// The CronJob's status as an outcome, once settled: the active count, and whether each time is set
+/// and agrees with the Jobs (the last schedule is the newest Job's slot).
 async fn status(ns: &TestNamespace, o: &mut Outcome) {
-    let cj = cron_job(ns).await;
+    let cj = settled(ns).await;
     let status = cj.status.clone().unwrap_or_default();
     o.insert("active".into(), active(&cj).len().to_string());
     let newest = jobs(ns)
