@@ -4,7 +4,10 @@
 
 use std::sync::Arc;
 
-use controller::{ControlError, EventRecorder, Owner, PlannedEvent, object_reference, writes};
+use controller::{
+    ConsistencyStore, ControlError, EventRecorder, Owner, PlannedEvent, object_reference, writes,
+};
+use informer::ObjectKey;
 use k8s_openapi::{
     api::{
         batch::v1::{CronJob, Job},
@@ -25,11 +28,17 @@ pub const REASON_SUCCESSFUL_DELETE: &str = "SuccessfulDelete";
 pub const REASON_FAILED_DELETE: &str = "FailedDelete";
 pub const REASON_FAILED_GET: &str = "FailedGet";
 
+/// The group-resource under which the consistency store keeps the CronJob status writes.
+pub const GR_CRON_JOBS: &str = "cronjobs.batch";
+
 /// The API client, the events and the metric of one controller.
 pub struct Executor {
     pub client: Client,
     pub recorder: EventRecorder,
     pub metrics: Arc<dyn CronJobMetrics>,
+    /// The resourceVersion of each CronJob's last status write, so that no sync runs on a cached
+    /// CronJob older than it.
+    pub consistency: ConsistencyStore,
 }
 
 impl Executor {
@@ -114,16 +123,21 @@ impl Executor {
     }
 
     /// Writes `cron_job`'s status with a full PUT on the resourceVersion it was read at (upstream
-    /// `UpdateStatus`: no retry here, the queue retries the CronJob).
-    pub async fn write_status(&self, cron_job: &CronJob) -> Result<(), ControlError> {
+    /// `UpdateStatus`: no retry here, the queue retries the CronJob), and remembers the version it
+    /// produced.
+    pub async fn write_status(&self, key: &ObjectKey, cron_job: &CronJob) -> Result<(), ControlError> {
         let ns = cron_job.metadata.namespace.as_deref().unwrap_or_default();
         let name = cron_job.metadata.name.as_deref().unwrap_or_default();
         let mut body = cron_job.clone();
         body.metadata.managed_fields = None;
-        writes::replace_status(&self.client, ns, name, &body)
+        let written = writes::replace_status(&self.client, ns, name, &body)
             .await
-            .map(drop)
-            .map_err(|e| ControlError::api("update status", format!("{ns}/{name}"), e))
+            .map_err(|e| ControlError::api("update status", format!("{ns}/{name}"), e))?;
+        let uid = cron_job.metadata.uid.as_deref().unwrap_or_default();
+        let rv = written.metadata.resource_version;
+        self.consistency
+            .wrote_at(key.as_str(), uid, GR_CRON_JOBS, rv.as_deref());
+        Ok(())
     }
 }
 

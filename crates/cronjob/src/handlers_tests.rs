@@ -32,6 +32,7 @@ fn handler() -> (CronJobHandler, WorkQueue<ObjectKey>, EventRecorder) {
         client: ApiServer::new().client(),
         recorder: recorder.clone(),
         metrics: Arc::new(NoCronJobMetrics),
+        consistency: controller::ConsistencyStore::new(),
     });
     let handler = CronJobHandler {
         queue: queue.clone(),

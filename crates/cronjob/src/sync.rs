@@ -53,7 +53,7 @@ impl Run<'_> {
         outcome.changed |= cleaned;
         if outcome.changed {
             self.executor
-                .write_status(&cron_job)
+                .write_status(self.key, &cron_job)
                 .await
                 .map_err(|source| self.api(source))?;
         }

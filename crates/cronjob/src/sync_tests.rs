@@ -85,6 +85,7 @@ fn fixture(cron_job: &CronJob, jobs: &[Job], now: Timestamp) -> Fixture {
         client: server.client(),
         recorder: EventRecorder::in_memory(),
         metrics: Arc::new(skews.clone()),
+        consistency: controller::ConsistencyStore::new(),
     };
     Fixture {
         server,
