@@ -146,13 +146,7 @@ async fn settled(ns: &TestNamespace) -> CronJob {
     wait_for("the active list to name only unfinished Jobs", WAIT, || async {
         let cj = cron_job(ns).await;
         let jobs = jobs(ns).await;
-        let stale: Vec<String> = active(&cj)
-            .into_iter()
-            .filter(|name| {
-                let job = jobs.iter().find(|j| j.metadata.name.as_ref() == Some(name));
-                job.is_none_or(crate::random_differential::cronjob_outcome::finished)
-            })
-            .collect();
+        let stale = crate::random_differential::cronjob_outcome::stale_active(&cj, &jobs);
         if stale.is_empty() {
             Ok(cj)
         } else {

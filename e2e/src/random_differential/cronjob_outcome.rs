@@ -4,7 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::{api::batch::v1::Job, jiff::Timestamp};
+use k8s_openapi::{
+    api::batch::v1::{CronJob, Job},
+    jiff::Timestamp,
+};
 
 use super::projection::{Snapshot, conditions};
 use crate::{
@@ -25,6 +28,23 @@ fn has(j: &Job, kind: &str) -> bool {
 /// Complete or Failed.
 pub fn finished(j: &Job) -> bool {
     has(j, "Complete") || has(j, "Failed")
+}
+
+/// The names of the active list's entries whose Job, matched by UID, is gone or finished: a sync
+/// writes the status that drops them after it deleted or read those Jobs, so a list with any is
+/// one the controller is about to change.
+pub fn stale_active(cj: &CronJob, jobs: &[Job]) -> Vec<String> {
+    let status = cj.status.as_ref();
+    let listed = status.into_iter().flat_map(|s| s.active.iter().flatten());
+    listed
+        .filter(|r| {
+            let job = jobs
+                .iter()
+                .find(|j| j.metadata.uid.is_some() && j.metadata.uid == r.uid);
+            job.is_none_or(finished)
+        })
+        .map(|r| r.name.clone().unwrap_or_default())
+        .collect()
 }
 
 /// A Job the schedule started, rather than a manual one.
@@ -74,13 +94,10 @@ pub fn unsettled(s: &Snapshot, out: &mut Vec<String>) {
             ));
         }
     }
-    let status = cj.status.clone().unwrap_or_default();
-    for r in status.active.iter().flatten() {
-        let listed = uids.get(r.uid.as_deref().unwrap_or(""));
-        if listed.is_none_or(|j| finished(j)) {
-            out.push(format!("active lists {:?}, gone or finished", r.name));
-        }
+    for name in stale_active(cj, &s.jobs) {
+        out.push(format!("active lists {name:?}, gone or finished"));
     }
+    let status = cj.status.clone().unwrap_or_default();
     // Upstream records a succeeded Job's completion whether or not it was listed active (a manual
     // one), in a sync of its own after the Job's last update.
     let last_success = status.last_successful_time.as_ref().map(|t| t.0);
