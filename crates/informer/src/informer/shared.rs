@@ -72,7 +72,9 @@ struct Inner<K> {
     scopes: Mutex<Vec<Scope<K>>>,
     config: ReflectorConfig<K>,
     started: AtomicBool,
-    /// The highest numeric resourceVersion applied to the store (events and lists).
+    /// The highest numeric resourceVersion applied to the store (events and lists). Raised only
+    /// once the store holds what carried it, and before the handlers hear of it ([`Inner::process`]):
+    /// the controllers' read-your-writes gates trust both.
     last_rv: AtomicU64,
 }
 
@@ -211,6 +213,10 @@ impl<K> Inner<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
+    /// Applies one reflector event to the store, then raises the applied resourceVersion, then
+    /// tells the handlers: in that order, so that a sync that sees the version also sees the store
+    /// holding what carried it (client-go sets the store's version under the store's own lock), and a
+    /// handler woken by the event finds the version already raised.
     fn process(&self, event: ReflectorEvent<K>, scope: Option<&str>, first_list: bool) {
         let rv = match &event {
             ReflectorEvent::Replace { resource_version, .. }
@@ -219,16 +225,21 @@ where
                 o.meta().resource_version.as_deref()
             }
         };
-        if let Some(rv) = rv.and_then(|v| v.parse::<u64>().ok()) {
-            self.last_rv.fetch_max(rv, Ordering::AcqRel);
-        }
+        let rv = rv.and_then(|v| v.parse::<u64>().ok());
+        let applied = || {
+            if let Some(rv) = rv {
+                self.last_rv.fetch_max(rv, Ordering::AcqRel);
+            }
+        };
         let listeners = self.listeners.lock();
         let fan_out = |n: &dyn Fn() -> Notification<K>| listeners.iter().for_each(|l| l.send(n()));
         match event {
             ReflectorEvent::Added(o) | ReflectorEvent::Modified(o) => {
                 let new = Arc::new(o);
                 let key = ObjectKey::of(&*new);
-                match self.store.upsert(key, new.clone()) {
+                let old = self.store.upsert(key, new.clone());
+                applied();
+                match old {
                     Some(old) => self.notify_update(&listeners, old, new),
                     None => fan_out(&|| Notification::Add {
                         obj: new.clone(),
@@ -239,25 +250,31 @@ where
             ReflectorEvent::Deleted(o) => {
                 let obj = Arc::new(o);
                 self.store.delete(&ObjectKey::of(&*obj));
+                applied();
                 fan_out(&|| Notification::Delete(super::DeletedObject::Final(obj.clone())));
             }
-            // Only advances the resourceVersion, above.
-            ReflectorEvent::Bookmark { .. } => {}
+            ReflectorEvent::Bookmark { .. } => applied(),
             ReflectorEvent::Replace { objects: listed, .. } => {
                 let cached = match scope {
                     Some(ns) => self.store.index_keys(NAMESPACE_INDEX, ns).unwrap_or_default(),
                     None => self.store.list_keys(),
                 };
-                for key in cached {
-                    if !listed.contains_key(&key)
-                        && let Some(last_known) = self.store.delete(&key)
-                    {
-                        let d = super::DeletedObject::Unknown { key, last_known };
-                        fan_out(&|| Notification::Delete(d.clone()));
-                    }
+                let gone: Vec<_> = cached
+                    .into_iter()
+                    .filter(|key| !listed.contains_key(key))
+                    .filter_map(|key| self.store.delete(&key).map(|last_known| (key, last_known)))
+                    .collect();
+                let kept: Vec<_> = listed
+                    .into_iter()
+                    .map(|(key, new)| (self.store.upsert(key, new.clone()), new))
+                    .collect();
+                applied();
+                for (key, last_known) in gone {
+                    let d = super::DeletedObject::Unknown { key, last_known };
+                    fan_out(&|| Notification::Delete(d.clone()));
                 }
-                for (key, new) in listed {
-                    match self.store.upsert(key, new.clone()) {
+                for (old, new) in kept {
+                    match old {
                         Some(old) => self.notify_update(&listeners, old, new),
                         None => fan_out(&|| Notification::Add {
                             obj: new.clone(),
