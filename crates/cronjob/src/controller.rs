@@ -216,7 +216,10 @@ impl Steps for CronJobController {
     /// CronJob before the status write reaches its cache) and is not a failure: the write's own
     /// event wakes the CronJob again, and [`STALE_RECHECK`] bounds the wait if that event is missed.
     fn decide(&self, key: &ObjectKey, cron_job: Arc<CronJob>) -> Result<Decided<Snapshot>, SyncError> {
-        let applied = |_: &'static str| self.cron_job_informer.last_synced_resource_version();
+        let applied = |_: &'static str| {
+            self.cron_job_informer
+                .last_synced_resource_version_in(key.namespace())
+        };
         if let Err(stale) = self.executor.consistency.ensure_ready(key.as_str(), applied) {
             tracing::debug!(cronjob = %key, "not syncing yet: {stale}");
             return Ok(Decided::Nothing(Some(STALE_RECHECK)));

@@ -65,8 +65,8 @@ impl<P: PodControl> Steps for JobController<P> {
         }
         self.wiring
             .ensure_fresh(&self.executor.consistency, key, |gr| match gr {
-                GR_PODS => self.pods.last_synced_resource_version(),
-                GR_JOBS => self.jobs.last_synced_resource_version(),
+                GR_PODS => self.pods.last_synced_resource_version_in(key.namespace()),
+                GR_JOBS => self.jobs.last_synced_resource_version_in(key.namespace()),
                 _ => u64::MAX,
             })
             .map_err(|source| SyncError::Stale {

@@ -242,8 +242,8 @@ impl<P: PodControl, K: ReplicaKind> Steps for ReplicaSetController<P, K> {
         }
         self.wiring
             .ensure_fresh(&self.executor.consistency, key, |gr| match gr {
-                GR_PODS => self.pods.last_synced_resource_version(),
-                gr if gr == own => self.replica_sets.last_synced_resource_version(),
+                GR_PODS => self.pods.last_synced_resource_version_in(key.namespace()),
+                gr if gr == own => self.replica_sets.last_synced_resource_version_in(key.namespace()),
                 _ => u64::MAX,
             })
             .map_err(|source| SyncError::Stale {

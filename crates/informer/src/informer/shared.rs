@@ -76,6 +76,10 @@ struct Inner<K> {
     /// once the store holds what carried it, and before the handlers hear of it ([`Inner::process`]):
     /// the controllers' read-your-writes gates trust both.
     last_rv: AtomicU64,
+    /// The same, per scope (its namespace, in the scopes' order), with the same ordering. Scopes
+    /// are separate watches, each in resourceVersion order only within itself: one namespace's
+    /// stream may be past a version another's has not reached.
+    scope_rv: Vec<(Option<String>, AtomicU64)>,
 }
 
 impl<K> Clone for SharedInformer<K> {
@@ -105,6 +109,10 @@ where
         let store = Store::new();
         store.add_index(NAMESPACE_INDEX, namespace_index());
         let (synced_tx, _) = watch::channel(false);
+        let scope_rv = scopes
+            .iter()
+            .map(|s| (s.namespace.clone(), AtomicU64::new(0)))
+            .collect();
         SharedInformer {
             inner: Arc::new(Inner {
                 resource: resource.into(),
@@ -115,6 +123,7 @@ where
                 config,
                 started: AtomicBool::new(false),
                 last_rv: AtomicU64::new(0),
+                scope_rv,
             }),
         }
     }
@@ -131,6 +140,21 @@ where
     /// (0 before anything was applied, or when versions are not numeric).
     pub fn last_synced_resource_version(&self) -> u64 {
         self.inner.last_rv.load(Ordering::Acquire)
+    }
+
+    /// [`Self::last_synced_resource_version`] for objects in `namespace`: the version its own watch
+    /// has applied when the informer watches namespaces one by one (`with_namespaces`), where the
+    /// newest of all would let a gate open before that namespace's stream delivered the write.
+    pub fn last_synced_resource_version_in(&self, namespace: Option<&str>) -> u64 {
+        let own = self
+            .inner
+            .scope_rv
+            .iter()
+            .find(|(ns, _)| ns.as_deref() == namespace);
+        match own {
+            Some((_, rv)) => rv.load(Ordering::Acquire),
+            None => self.last_synced_resource_version(),
+        }
     }
 
     /// True once every scope's first list has been applied to the store.
@@ -169,7 +193,6 @@ where
         }
         let scopes = std::mem::take(&mut *self.inner.scopes.lock());
         let (tx, mut rx) = mpsc::unbounded_channel::<(usize, ReflectorEvent<K>)>();
-        let scope_namespaces: Vec<Option<String>> = scopes.iter().map(|s| s.namespace.clone()).collect();
         for (i, scope) in scopes.into_iter().enumerate() {
             let name = match &scope.namespace {
                 Some(ns) => format!("{} in {ns}", self.inner.resource),
@@ -192,13 +215,13 @@ where
         let inner = self.inner.clone();
         let resync_cancel = cancel.clone();
         tokio::spawn(async move {
-            let mut replaced = vec![false; scope_namespaces.len()];
+            let mut replaced = vec![false; inner.scope_rv.len()];
             while let Some((i, ev)) = rx.recv().await {
                 let first = !replaced[i];
                 if matches!(ev, ReflectorEvent::Replace { .. }) {
                     replaced[i] = true;
                 }
-                inner.process(ev, scope_namespaces[i].as_deref(), first);
+                inner.process(ev, i, first);
                 if first && replaced.iter().all(|r| *r) && !*inner.synced_tx.borrow() {
                     inner.synced_tx.send_replace(true);
                 }
@@ -217,7 +240,7 @@ where
     /// tells the handlers: in that order, so that a sync that sees the version also sees the store
     /// holding what carried it (client-go sets the store's version under the store's own lock), and a
     /// handler woken by the event finds the version already raised.
-    fn process(&self, event: ReflectorEvent<K>, scope: Option<&str>, first_list: bool) {
+    fn process(&self, event: ReflectorEvent<K>, scope: usize, first_list: bool) {
         let rv = match &event {
             ReflectorEvent::Replace { resource_version, .. }
             | ReflectorEvent::Bookmark { resource_version } => Some(resource_version.as_str()),
@@ -226,8 +249,10 @@ where
             }
         };
         let rv = rv.and_then(|v| v.parse::<u64>().ok());
+        let (namespace, scope_rv) = &self.scope_rv[scope];
         let applied = || {
             if let Some(rv) = rv {
+                scope_rv.fetch_max(rv, Ordering::AcqRel);
                 self.last_rv.fetch_max(rv, Ordering::AcqRel);
             }
         };
@@ -255,7 +280,7 @@ where
             }
             ReflectorEvent::Bookmark { .. } => applied(),
             ReflectorEvent::Replace { objects: listed, .. } => {
-                let cached = match scope {
+                let cached = match namespace {
                     Some(ns) => self.store.index_keys(NAMESPACE_INDEX, ns).unwrap_or_default(),
                     None => self.store.list_keys(),
                 };
@@ -322,5 +347,46 @@ where
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::Api;
+
+    use super::*;
+    use crate::testing::fake_api::{FakeApi, pod};
+    /// Namespaces watched one by one keep their applied versions apart: a gate asking about one
+    /// namespace waits for that namespace's stream, whatever another has reached.
+    #[tokio::test]
+    async fn each_scope_keeps_its_own_applied_version() {
+        let api = FakeApi::default();
+        let scope = |ns: &str| Scope::new(Api::<Pod>::namespaced(api.client(), ns), Some(ns.to_owned()));
+        let inf = SharedInformer::new("pods", vec![scope("a"), scope("b")], ReflectorConfig::default());
+        let added: Pod = serde_json::from_value(pod("a", "p", "20")).unwrap();
+        inf.inner.process(ReflectorEvent::Added(added), 0, false);
+        assert_eq!(inf.last_synced_resource_version_in(Some("a")), 20);
+        assert_eq!(
+            inf.last_synced_resource_version_in(Some("b")),
+            0,
+            "b's stream is not there yet"
+        );
+        assert_eq!(inf.last_synced_resource_version(), 20);
+        let bookmark = ReflectorEvent::Bookmark {
+            resource_version: "30".into(),
+        };
+        inf.inner.process(bookmark, 1, false);
+        assert_eq!(inf.last_synced_resource_version_in(Some("b")), 30);
+        assert_eq!(inf.last_synced_resource_version_in(Some("a")), 20);
+        assert_eq!(
+            inf.last_synced_resource_version_in(Some("elsewhere")),
+            30,
+            "a namespace no scope watches gets the newest of all"
+        );
+        assert!(
+            inf.lister().get(Some("a"), "p").is_some(),
+            "in the store once the version says so"
+        );
     }
 }
