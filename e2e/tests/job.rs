@@ -142,17 +142,27 @@ async fn stray_then_delete(ns: &kcm_rs_e2e::TestNamespace) {
         .unwrap();
     // Not 60 s: in a lane that started this while a sharding suite's 21 namespaces were still
     // terminating, under upstream's controllers, the pod was not running after 60 s (nothing in the
-    // scheduler's or KWOK's log named it). Only a pod that never runs should fail here.
+    // scheduler's or KWOK's log named it). Only a pod that never runs should fail here, and the
+    // failure says how far each pod got: none, unscheduled, or on which node in which phase.
     let pod = wait_for("the pod running", Duration::from_secs(150), || async {
         let pods = ns
             .api::<Pod>()
             .list(&ListParams::default())
             .await
             .map_err(|e| e.to_string())?;
+        let phase = |p: &Pod| p.status.as_ref().and_then(|s| s.phase.clone());
+        let seen: Vec<String> = pods
+            .items
+            .iter()
+            .map(|p| {
+                let node = p.spec.as_ref().and_then(|s| s.node_name.clone());
+                format!("{:?} on {node:?}, phase {:?}", p.metadata.name, phase(p))
+            })
+            .collect();
         pods.items
             .into_iter()
-            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .ok_or_else(|| "not yet".to_owned())
+            .find(|p| phase(p).as_deref() == Some("Running"))
+            .ok_or_else(|| format!("no pod running; pods: {seen:?}"))
     })
     .await;
     let relabel = json!({"metadata": {"labels": {"batch.kubernetes.io/controller-uid": "released"}}});
