@@ -110,3 +110,14 @@ fn an_active_list_naming_a_finished_job_or_history_above_its_limit_is_not_settle
     unsettled(&kept, &mut out);
     assert_eq!(out, vec!["finished Jobs above the history limits".to_owned()]);
 }
+
+#[test]
+fn missing_job_is_left_out_of_the_reasons() {
+    let reasons = "CronJob/MissingJob, CronJob/SuccessfulCreate, Job/SuccessfulCreate";
+    assert_eq!(
+        without_missing_job(reasons),
+        "CronJob/SuccessfulCreate, Job/SuccessfulCreate"
+    );
+    assert_eq!(without_missing_job("CronJob/MissingJob"), "");
+    assert_eq!(without_missing_job(""), "");
+}
