@@ -70,7 +70,8 @@ impl std::fmt::Debug for CronJobOptions {
 pub struct CronJobController {
     wiring: Wiring,
     cron_jobs: Lister<CronJob>,
-    /// The CronJob informer itself, for the newest version it applied ([`Steps::ensure_fresh`]).
+    /// The CronJob informer itself, for the newest version it applied (the read-your-writes check
+    /// in [`Steps::decide`]).
     cron_job_informer: SharedInformer<CronJob>,
     jobs: Lister<Job>,
     executor: Arc<Executor>,

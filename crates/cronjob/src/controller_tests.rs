@@ -49,14 +49,21 @@ fn controller(server: &ApiServer) -> CronJobController {
     c
 }
 
-/// After the write that lists the slot's Job, the cache still shows the CronJob before it and the
-/// Job is gone (deleted by someone else): a sync on that cache would start the slot again.
-#[tokio::test]
-async fn a_cache_older_than_our_status_write_skips_the_sync() {
+/// The server, the controller and the key once the 10:00 slot's sync has created its Job and
+/// written the status that lists it (the cache still holding the CronJob from before).
+async fn after_the_slot() -> (ApiServer, CronJobController, ObjectKey) {
     let server = ApiServer::with_clock(Arc::new(FakeClock::at(now())));
     let c = controller(&server);
     let key = ObjectKey::parse(KEY);
     c.sync(&key).await.expect("the slot's sync");
+    (server, c, key)
+}
+
+/// After the write that lists the slot's Job, the cache still shows the CronJob before it and the
+/// Job is gone (deleted by someone else): a sync on that cache would start the slot again.
+#[tokio::test]
+async fn a_cache_older_than_our_status_write_skips_the_sync() {
+    let (server, c, key) = after_the_slot().await;
     assert_eq!(server.list::<Job>().len(), 1);
     let written: CronJob = server.get(NS, "hourly").unwrap();
     assert_eq!(written.status.unwrap().active.unwrap().len(), 1);
@@ -72,10 +79,7 @@ async fn a_cache_older_than_our_status_write_skips_the_sync() {
 /// version: the next sync of the key is not held back by it.
 #[tokio::test]
 async fn a_forgotten_cron_job_is_synced_at_once() {
-    let server = ApiServer::with_clock(Arc::new(FakeClock::at(now())));
-    let c = controller(&server);
-    let key = ObjectKey::parse(KEY);
-    c.sync(&key).await.expect("the slot's sync");
+    let (server, c, key) = after_the_slot().await;
     Steps::forget(&c, &key);
     put(c.cron_jobs.store(), server.get(NS, "hourly").unwrap());
     let next = c.sync(&key).await.expect("a sync");
