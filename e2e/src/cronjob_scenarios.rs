@@ -22,6 +22,7 @@ use crate::{
     TestNamespace,
     differential::{Outcome, Scenario, ScenarioFuture as Run, event_reasons},
     job_scenarios::{FOREVER, SUCCEED},
+    random_differential::cronjob_outcome::{stale_active, without_missing_job},
     wait_for,
 };
 
@@ -146,7 +147,7 @@ async fn settled(ns: &TestNamespace) -> CronJob {
     wait_for("the active list to name only unfinished Jobs", WAIT, || async {
         let cj = cron_job(ns).await;
         let jobs = jobs(ns).await;
-        let stale = crate::random_differential::cronjob_outcome::stale_active(&cj, &jobs);
+        let stale = stale_active(&cj, &jobs);
         if stale.is_empty() {
             Ok(cj)
         } else {
@@ -273,7 +274,7 @@ fn replace(ns: TestNamespace) -> Run {
         status(&ns, &mut o).await;
         events(&ns, &mut o).await;
         // Left out: `MissingJob`, for the replaced Job (see `without_missing_job`).
-        let reasons = crate::random_differential::cronjob_outcome::without_missing_job(&o["event reasons"]);
+        let reasons = without_missing_job(&o["event reasons"]);
         o.insert("event reasons".into(), reasons);
         o
     }
