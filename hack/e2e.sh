@@ -188,19 +188,19 @@ cluster_start() {
 settle_timeout=${KCM_RS_E2E_SETTLE_SECONDS:-180}
 settle() {
   $cluster_up || return 0
-  local t0=$SECONDS kubectl out namespaces pods terminating previous="" still=0
+  local t0=$SECONDS kubectl pod_lines namespace_lines pods terminating previous="" still=0
   kubectl=$(source "$KCM_RS_RUN_DIR/cluster.env" && echo "$KCM_RS_KUBE_BIN/kubectl")
   local -a k=("$kubectl" --kubeconfig "$KCM_RS_RUN_DIR/kubeconfig")
   while ((SECONDS - t0 < settle_timeout)); do
     # An answer kubectl did not get (the API server timing out in a burst) counts as nothing known,
     # not as nothing left: it neither ends the wait nor counts towards the stillness.
-    if ! out=$("${k[@]}" get pods --all-namespaces --no-headers 2>/dev/null) ||
-      ! namespaces=$("${k[@]}" get namespaces --no-headers 2>/dev/null); then
+    if ! pod_lines=$("${k[@]}" get pods --all-namespaces --no-headers 2>/dev/null) ||
+      ! namespace_lines=$("${k[@]}" get namespaces --no-headers 2>/dev/null); then
       sleep 3
       continue
     fi
-    pods=$(grep -c . <<<"$out" || true)
-    terminating=$(awk '$2 == "Terminating"' <<<"$namespaces" | grep -c . || true)
+    pods=$(awk 'NF {n++} END {print n + 0}' <<<"$pod_lines")
+    terminating=$(awk '$2 == "Terminating" {n++} END {print n + 0}' <<<"$namespace_lines")
     ((pods == 0 && terminating == 0)) && break
     if [[ "$pods $terminating" == "$previous" ]]; then still=$((still + 1)); else still=0; fi
     ((still >= 2)) && break
