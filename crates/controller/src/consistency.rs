@@ -29,11 +29,27 @@ struct Written {
 #[derive(Debug, Default)]
 pub struct ConsistencyStore {
     written: Mutex<AHashMap<String, Written>>,
+    /// Writes are not recorded: the feature gate is off. As upstream's no-op store, so that the
+    /// records of a check that never runs do not pile up.
+    noop: bool,
 }
 
 impl ConsistencyStore {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A store that records nothing, so that every check passes.
+    pub fn noop() -> Self {
+        Self {
+            noop: true,
+            ..Self::default()
+        }
+    }
+
+    /// [`Self::new`] when the feature gate `on`, [`Self::noop`] otherwise.
+    pub fn gated(on: bool) -> Self {
+        if on { Self::new() } else { Self::noop() }
     }
 
     /// Records that a write for the object `key` (with UID `uid`) produced `resource_version` of
@@ -45,6 +61,9 @@ impl ConsistencyStore {
         group_resource: &'static str,
         resource_version: Option<&str>,
     ) {
+        if self.noop {
+            return;
+        }
         let Some(rv) = resource_version.and_then(|v| v.parse::<u64>().ok()) else {
             return;
         };
@@ -62,9 +81,11 @@ impl ConsistencyStore {
     }
 
     /// Whether the informers have seen every write for `key`; `read` gives each group-resource's
-    /// newest resourceVersion the informer has applied.
+    /// newest resourceVersion the informer has applied. Once they have, the record is dropped, as
+    /// upstream's store drops it: the caches only move forward, so it could not fail again, and a
+    /// controller that wrote once for every object it ever managed would otherwise keep them all.
     pub fn ensure_ready(&self, key: &str, read: impl Fn(&'static str) -> u64) -> Result<(), StaleCache> {
-        let written = self.written.lock();
+        let mut written = self.written.lock();
         let Some(w) = written.get(key) else { return Ok(()) };
         for (gr, v) in &w.versions {
             let seen = read(gr);
@@ -76,10 +97,12 @@ impl ConsistencyStore {
                 });
             }
         }
+        written.remove(key);
         Ok(())
     }
 
-    /// Forgets `key` (the object was deleted).
+    /// Forgets `key` (the object is gone from the cache; one of the same name made since would be
+    /// there instead).
     pub fn clear(&self, key: &str) {
         self.written.lock().remove(key);
     }
@@ -88,6 +111,16 @@ impl ConsistencyStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl ConsistencyStore {
+        fn len(&self) -> usize {
+            self.written.lock().len()
+        }
+
+        fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+    }
 
     #[test]
     fn waits_for_the_informer_to_reach_the_written_version() {
@@ -105,6 +138,7 @@ mod tests {
         );
         assert_eq!(s.ensure_ready("ns/rs", |_| 120), Ok(()));
         assert_eq!(s.ensure_ready("ns/other", |_| 0), Ok(()));
+        s.wrote_at("ns/rs", "u1", "pods", Some("130"));
         s.wrote_at("ns/rs", "u2", "pods", Some("5"));
         assert_eq!(
             s.ensure_ready("ns/rs", |_| 10),
@@ -112,7 +146,30 @@ mod tests {
             "a recreated object starts clean"
         );
         s.wrote_at("ns/rs", "u2", "pods", Some("not-a-number"));
-        s.clear("ns/rs");
+        assert!(s.is_empty(), "a record is dropped once the caches pass it");
+    }
+
+    #[test]
+    fn a_passed_check_drops_the_record_and_later_writes_start_a_new_one() {
+        let s = ConsistencyStore::new();
+        s.wrote_at("ns/rs", "u1", "pods", Some("120"));
+        s.wrote_at("ns/rs", "u1", "replicasets.apps", Some("121"));
+        assert!(
+            s.ensure_ready("ns/rs", |gr| if gr == "pods" { 120 } else { 100 })
+                .is_err()
+        );
+        assert_eq!(s.len(), 1, "a failed check keeps the record");
+        assert_eq!(s.ensure_ready("ns/rs", |_| 121), Ok(()));
+        assert!(s.is_empty());
+        s.wrote_at("ns/rs", "u1", "pods", Some("140"));
+        assert!(s.ensure_ready("ns/rs", |_| 130).is_err());
+    }
+
+    #[test]
+    fn a_store_behind_a_gate_that_is_off_records_nothing() {
+        let s = ConsistencyStore::gated(false);
+        s.wrote_at("ns/rs", "u1", "pods", Some("50"));
+        assert!(s.is_empty());
         assert_eq!(s.ensure_ready("ns/rs", |_| 0), Ok(()));
     }
 }

@@ -168,7 +168,9 @@ impl<P: PodControl> JobController<P> {
             finished: handlers.finished.clone(),
             clock,
             metrics: options.metrics,
-            consistency: Arc::new(ConsistencyStore::new()),
+            consistency: Arc::new(ConsistencyStore::gated(
+                cx.options.features.stale_controller_consistency_job,
+            )),
         };
         Self {
             wiring,

@@ -153,7 +153,10 @@ impl<P: PodControl, K: ReplicaKind> ReplicaSetController<P, K> {
             client: cx.client,
             expectations,
             clock: Arc::new(SystemClock),
-            consistency: Arc::new(ConsistencyStore::new()),
+            consistency: Arc::new(ConsistencyStore::gated(
+                K::CONSISTENCY_RESOURCE.is_some()
+                    && cx.options.features.stale_controller_consistency_replica_set,
+            )),
             kind: std::marker::PhantomData,
         };
         Self {
