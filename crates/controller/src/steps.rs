@@ -4,7 +4,8 @@
 //!
 //! 1. read one's own writes (the stale gate): no sync, not even the forgetting of a deleted object,
 //!    while a cache is older than what this controller wrote for the key (upstream's ReplicaSet and
-//!    Job controllers check before they read the object);
+//!    Job controllers check before they read the object). Such a skip is an error, retried with
+//!    backoff, or, where a stale cache comes with ordinary work, a quiet recheck ([`Freshness`]);
 //! 2. take the cached object, or forget everything kept for a key whose object is gone;
 //! 3. decide on what the listers show: the candidates, the claims as data, the plan;
 //! 4. in shadow mode compare the plan with what upstream did; otherwise adopt and release what it
@@ -31,6 +32,17 @@ pub enum Decided<P> {
     NotOurs,
 }
 
+/// Whether the caches hold this controller's own writes for a key ([`Steps::ensure_fresh`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// They do: the sync goes on.
+    Fresh,
+    /// Not yet, as is usual right after a write (the write's own event wakes the key again): the
+    /// sync ends without an error and asks for the key after the duration, should that event be
+    /// missed.
+    Recheck(Duration),
+}
+
 /// What shadow mode holds against upstream for one sync.
 #[derive(Debug, Default)]
 pub struct Comparison {
@@ -54,11 +66,11 @@ pub trait Steps: Send + Sync + 'static {
     type Plan: Send;
     type Error: std::fmt::Display + Send;
 
-    /// `Err` while a cache is older than what this controller wrote for `key`. Default: the
-    /// controller reads nothing it wrote before deciding again.
-    fn ensure_fresh(&self, key: &ObjectKey) -> Result<(), Self::Error> {
+    /// `Err` or [`Freshness::Recheck`] while a cache is older than what this controller wrote for
+    /// `key`. Default: the controller reads nothing it wrote before deciding again.
+    fn ensure_fresh(&self, key: &ObjectKey) -> Result<Freshness, Self::Error> {
         let _ = key;
-        Ok(())
+        Ok(Freshness::Fresh)
     }
 
     /// The cached object at `key`, as the sync sees it (shadow mode's perturbations apply here).
@@ -118,7 +130,9 @@ pub trait Steps: Send + Sync + 'static {
 /// One sync of the object at `key`, in the order the module describes. `Ok(Some(d))` asks for the
 /// key again after `d`.
 pub async fn sync<S: Steps>(steps: &S, key: &ObjectKey) -> Result<Option<Duration>, S::Error> {
-    steps.ensure_fresh(key)?;
+    if let Freshness::Recheck(after) = steps.ensure_fresh(key)? {
+        return Ok(Some(after));
+    }
     let Some(object) = steps.get(key) else {
         steps.forget(key);
         forget_shadow(steps, key);

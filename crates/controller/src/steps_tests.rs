@@ -4,14 +4,15 @@ use informer::ObjectKey;
 use k8s_openapi::api::core::v1::Namespace;
 use parking_lot::Mutex;
 
-use super::{Comparison, Decided, Steps, sync};
+use super::{Comparison, Decided, Freshness, Steps, sync};
 use crate::shadow::ShadowState;
 
 /// Steps that record which of them ran, with the answers each gives set by the test.
 struct Recorded {
     calls: Mutex<Vec<&'static str>>,
     object: Option<u32>,
-    stale: bool,
+    /// A cache behind this controller's writes: an error (`Some(None)`) or a quiet recheck.
+    stale: Option<Option<Duration>>,
     decided: fn() -> Decided<u32>,
     /// UIDs of orphans the claims find deleted.
     gone: Vec<String>,
@@ -25,7 +26,7 @@ impl Recorded {
         Self {
             calls: Mutex::default(),
             object,
-            stale: false,
+            stale: None,
             decided: || Decided::Plan(7),
             gone: Vec::new(),
             comparison: Comparison::default,
@@ -60,12 +61,12 @@ impl Steps for Recorded {
     type Plan = u32;
     type Error = String;
 
-    fn ensure_fresh(&self, key: &ObjectKey) -> Result<(), String> {
+    fn ensure_fresh(&self, key: &ObjectKey) -> Result<Freshness, String> {
         self.call("fresh");
-        if self.stale {
-            Err(format!("{key}: stale"))
-        } else {
-            Ok(())
+        match self.stale {
+            Some(None) => Err(format!("{key}: stale")),
+            Some(Some(after)) => Ok(Freshness::Recheck(after)),
+            None => Ok(Freshness::Fresh),
         }
     }
 
@@ -149,8 +150,16 @@ async fn a_gone_object_is_forgotten_without_a_decision() {
 #[tokio::test]
 async fn a_stale_cache_holds_back_even_the_forgetting() {
     let mut steps = Recorded::new(None);
-    steps.stale = true;
+    steps.stale = Some(None);
     assert_eq!(sync(&steps, &key()).await, Err("ns/web: stale".to_owned()));
+    assert_eq!(steps.calls(), ["fresh"]);
+}
+
+#[tokio::test]
+async fn a_quiet_recheck_ends_the_sync_with_its_wake_up() {
+    let mut steps = Recorded::new(Some(1));
+    steps.stale = Some(Some(Duration::from_secs(1)));
+    assert_eq!(sync(&steps, &key()).await, Ok(Some(Duration::from_secs(1))));
     assert_eq!(steps.calls(), ["fresh"]);
 }
 

@@ -4,8 +4,8 @@
 use std::{sync::Arc, time::Duration};
 
 use controller::{
-    Build, Clock, Comparison, ConsistencyStore, Context, Controller, Decided, EventRecorder, Steps,
-    SystemClock, Wiring, pod_util::controller_of, shadow::ShadowState,
+    Build, Clock, Comparison, ConsistencyStore, Context, Controller, Decided, EventRecorder, Freshness,
+    Steps, SystemClock, Wiring, pod_util::controller_of, shadow::ShadowState,
 };
 use informer::{LabelMatcher, Lister, ObjectKey, SharedInformer};
 use jiff::tz::TimeZone;
@@ -185,6 +185,32 @@ impl Steps for CronJobController {
     type Plan = Snapshot;
     type Error = SyncError;
 
+    /// Reading one's own writes, which upstream's CronJob controller does not do (its 1.36 gates
+    /// cover the ReplicaSet and Job controllers): no decision on a CronJob cache older than this
+    /// controller's last status write of it. A sync on the CronJob as it was before the write that
+    /// listed a slot's Job, once that Job is gone from the Job cache (deleted by someone else),
+    /// would start the slot again: a second Job of the same name, which the listed entry's name
+    /// then answers for, so that the entry never leaves the list.
+    ///
+    /// A quiet recheck rather than an error retried with backoff: this stale cache comes with
+    /// ordinary slots (whenever the new Job's event wakes the CronJob before the status write
+    /// reaches its cache) and is not a failure.
+    fn ensure_fresh(&self, key: &ObjectKey) -> Result<Freshness, SyncError> {
+        let applied = |_: &'static str| {
+            self.cron_job_informer
+                .last_synced_resource_version_in(key.namespace())
+        };
+        Ok(
+            match self.executor.consistency.ensure_ready(key.as_str(), applied) {
+                Ok(()) => Freshness::Fresh,
+                Err(stale) => {
+                    tracing::debug!(cronjob = %key, "not syncing yet: {stale}");
+                    Freshness::Recheck(STALE_RECHECK)
+                }
+            },
+        )
+    }
+
     fn forget(&self, key: &ObjectKey) {
         self.executor.consistency.clear(key.as_str());
     }
@@ -205,26 +231,7 @@ impl Steps for CronJobController {
         &self.executor.client
     }
 
-    /// Reading one's own writes first, which upstream's CronJob controller does not do (its 1.36
-    /// gates cover the ReplicaSet and Job controllers): no decision on a CronJob cache older than
-    /// this controller's last status write of it. A sync on the CronJob as it was before the write
-    /// that listed a slot's Job, once that Job is gone from the Job cache (deleted by someone
-    /// else), would start the slot again: a second Job of the same name, which the listed entry's
-    /// name then answers for, so that the entry never leaves the list.
-    ///
-    /// The check sits here rather than in `ensure_fresh`, whose skip is an error retried with
-    /// backoff, because this one comes with ordinary slots (whenever the new Job's event wakes the
-    /// CronJob before the status write reaches its cache) and is not a failure: the write's own
-    /// event wakes the CronJob again, and [`STALE_RECHECK`] bounds the wait if that event is missed.
-    fn decide(&self, key: &ObjectKey, cron_job: Arc<CronJob>) -> Result<Decided<Snapshot>, SyncError> {
-        let applied = |_: &'static str| {
-            self.cron_job_informer
-                .last_synced_resource_version_in(key.namespace())
-        };
-        if let Err(stale) = self.executor.consistency.ensure_ready(key.as_str(), applied) {
-            tracing::debug!(cronjob = %key, "not syncing yet: {stale}");
-            return Ok(Decided::Nothing(Some(STALE_RECHECK)));
-        }
+    fn decide(&self, _: &ObjectKey, cron_job: Arc<CronJob>) -> Result<Decided<Snapshot>, SyncError> {
         let jobs = self.jobs_of(&cron_job);
         Ok(Decided::Plan(Snapshot {
             cron_job,

@@ -4,8 +4,8 @@
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use controller::{
-    Comparison, Decided, Owner, PodControl, Steps, candidates, compact_pod::Pod, events::TYPE_WARNING,
-    object_reference, shadow::ShadowState,
+    Comparison, Decided, Freshness, Owner, PodControl, Steps, candidates, compact_pod::Pod,
+    events::TYPE_WARNING, object_reference, shadow::ShadowState,
 };
 use informer::ObjectKey;
 use k8s_openapi::{api::batch::v1::Job, jiff::Timestamp};
@@ -59,9 +59,9 @@ impl<P: PodControl> Steps for JobController<P> {
     type Error = SyncError;
 
     /// Reading one's own writes: no sync while a cache is older than what this controller wrote.
-    fn ensure_fresh(&self, key: &ObjectKey) -> Result<(), SyncError> {
+    fn ensure_fresh(&self, key: &ObjectKey) -> Result<Freshness, SyncError> {
         if !self.features.stale_controller_consistency_job {
-            return Ok(());
+            return Ok(Freshness::Fresh);
         }
         self.wiring
             .ensure_fresh(&self.executor.consistency, key, |gr| match gr {
@@ -69,6 +69,7 @@ impl<P: PodControl> Steps for JobController<P> {
                 GR_JOBS => self.jobs.last_synced_resource_version_in(key.namespace()),
                 _ => u64::MAX,
             })
+            .map(|()| Freshness::Fresh)
             .map_err(|source| SyncError::Stale {
                 key: key.clone(),
                 source,

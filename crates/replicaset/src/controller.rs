@@ -12,6 +12,7 @@ use controller::Controller;
 use controller::Decided;
 use controller::EventRecorder;
 use controller::Expectations;
+use controller::Freshness;
 use controller::KubePodControl;
 use controller::NoWrites;
 use controller::Owner;
@@ -236,12 +237,12 @@ impl<P: PodControl, K: ReplicaKind> Steps for ReplicaSetController<P, K> {
 
     /// Read our own writes: skip (and retry later) while a cache is older than what we wrote
     /// (gate `StaleControllerConsistencyReplicaSet`; upstream uses a no-op store without it).
-    fn ensure_fresh(&self, key: &ObjectKey) -> Result<(), SyncError> {
+    fn ensure_fresh(&self, key: &ObjectKey) -> Result<Freshness, SyncError> {
         let Some(own) = K::CONSISTENCY_RESOURCE else {
-            return Ok(());
+            return Ok(Freshness::Fresh);
         };
         if !self.features.stale_controller_consistency_replica_set {
-            return Ok(());
+            return Ok(Freshness::Fresh);
         }
         self.wiring
             .ensure_fresh(&self.executor.consistency, key, |gr| match gr {
@@ -249,6 +250,7 @@ impl<P: PodControl, K: ReplicaKind> Steps for ReplicaSetController<P, K> {
                 gr if gr == own => self.replica_sets.last_synced_resource_version_in(key.namespace()),
                 _ => u64::MAX,
             })
+            .map(|()| Freshness::Fresh)
             .map_err(|source| SyncError::Stale {
                 key: key.clone(),
                 source,
