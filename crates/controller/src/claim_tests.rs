@@ -55,6 +55,7 @@ fn owner() -> Owner {
         namespace: "ns".into(),
         name: "o".into(),
         uid: "uid-o".into(),
+        resource_version: String::new(),
         deleting: false,
     }
 }

@@ -113,6 +113,7 @@ impl Owner {
             namespace: meta.namespace.clone().unwrap_or_default(),
             name: meta.name.clone().unwrap_or_default(),
             uid: meta.uid.clone().unwrap_or_default(),
+            resource_version: meta.resource_version.clone().unwrap_or_default(),
             deleting: meta.deletion_timestamp.is_some(),
         }
     }

@@ -104,7 +104,8 @@ fn generate_name_prefix(owner: &str) -> String {
     }
 }
 
-/// A reference to the owner for events.
+/// A reference to the owner for events, with the version the sync read (client-go's
+/// `GetReference`, which upstream's recorders call on the object they were handed).
 pub fn object_reference(owner: &Owner) -> ObjectReference {
     ObjectReference {
         api_version: Some(owner.api_version.clone()),
@@ -112,6 +113,7 @@ pub fn object_reference(owner: &Owner) -> ObjectReference {
         namespace: Some(owner.namespace.clone()),
         name: Some(owner.name.clone()),
         uid: Some(owner.uid.clone()),
+        resource_version: Some(owner.resource_version.clone()).filter(|v| !v.is_empty()),
         ..ObjectReference::default()
     }
 }

@@ -15,6 +15,7 @@ fn owner() -> Owner {
         namespace: "ns".into(),
         name: "web-abc".into(),
         uid: "u1".into(),
+        resource_version: "7".into(),
         deleting: false,
     }
 }
@@ -109,6 +110,16 @@ async fn a_failed_create_returns_the_servers_message_and_records_error_creating(
     assert_eq!(
         events(&recorder),
         [(REASON_FAILED_CREATE.to_owned(), format!("Error creating: {msg}"))]
+    );
+    // On the owner as the sync read it, as client-go's GetReference names it.
+    let on = &recorder.recorded()[0].object;
+    assert_eq!(
+        (
+            on.kind.as_deref(),
+            on.uid.as_deref(),
+            on.resource_version.as_deref()
+        ),
+        (Some("ReplicaSet"), Some("u1"), Some("7"))
     );
 }
 

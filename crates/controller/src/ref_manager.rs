@@ -35,6 +35,9 @@ pub struct Owner {
     pub namespace: String,
     pub name: String,
     pub uid: String,
+    /// The version the sync read, which the events on it name as client-go's `GetReference` does;
+    /// empty when unknown.
+    pub resource_version: String,
     /// The owner has a deletionTimestamp: it adopts and releases nothing.
     pub deleting: bool,
 }
@@ -179,6 +182,7 @@ mod tests {
             namespace: "ns".into(),
             name: "rs".into(),
             uid: "rs-uid".into(),
+            resource_version: String::new(),
             deleting,
         }
     }

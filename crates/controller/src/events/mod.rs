@@ -5,6 +5,10 @@
 //! (`correlator`): similar events combined into one "(combined from similar events)" event,
 //! identical ones counted, and the per-object spam filter, so a 500-pod scale-up writes the events
 //! upstream writes.
+//!
+//! One field differs on purpose: `reportingInstance` names the process that wrote the event (its
+//! leader-election identity), where KCM's recorders leave it empty. With several replicas (leader
+//! election, `--shards`) it is the one way to tell from the API which of them acted.
 
 use std::{borrow::Cow, sync::Arc};
 
