@@ -76,17 +76,15 @@ impl Run<'_> {
 
     async fn sync_cron_job(&self, cron_job: &mut CronJob) -> Outcome {
         let mut outcome = Outcome::default();
-        let review = match self.review(cron_job).await {
-            Ok(review) => review,
-            Err(e) => {
-                outcome.error = Some(e);
-                return outcome;
-            }
-        };
+        let (review, failed) = self.review(cron_job).await;
         outcome.changed = review.changed;
         cron_job.status = Some(review.status);
         for event in review.events {
             self.executor.event(cron_job, event);
+        }
+        if let Some(e) = failed {
+            outcome.error = Some(e);
+            return outcome;
         }
         let decided = decide(cron_job, self.now, self.local);
         for event in decided.events {
@@ -122,15 +120,18 @@ impl Run<'_> {
     /// CronJob; if that lists it, upstream goes on with the fresh copy (the cached one was behind
     /// its own write) but writes the cached copy, whose stale resourceVersion then conflicts and is
     /// retried. kcm-rs goes on with the fresh copy and writes it: the same status, one retry fewer.
-    async fn review(&self, cron_job: &mut CronJob) -> Result<ActiveReview, SyncError> {
+    ///
+    /// A read that fails ends the review with what it settled so far, and the error: as upstream,
+    /// the finished Jobs already taken off the list and the missing ones already found are
+    /// written and told before the sync is retried.
+    async fn review(&self, cron_job: &mut CronJob) -> (ActiveReview, Option<SyncError>) {
         let mut review = review_active(cron_job, self.jobs);
         if !review.unlisted.is_empty() {
             let ns = self.key.namespace().unwrap_or_default();
-            let fresh = self
-                .executor
-                .get_cron_job(ns, self.key.name())
-                .await
-                .map_err(|source| self.api(source))?;
+            let fresh = match self.executor.get_cron_job(ns, self.key.name()).await {
+                Ok(fresh) => fresh,
+                Err(source) => return (review, Some(self.api(source))),
+            };
             if review.unlisted.iter().any(|j| listed(&fresh, j)) {
                 *cron_job = fresh;
                 review = review_active(cron_job, self.jobs);
@@ -140,17 +141,21 @@ impl Run<'_> {
             }
         }
         let mut missing = Vec::new();
+        let mut failed = None;
         for entry in &review.unseen {
             let ns = entry.namespace.as_deref().unwrap_or_default();
             let name = entry.name.as_deref().unwrap_or_default();
             match self.executor.get_job(ns, name).await {
                 Ok(_) => {}
                 Err(e) if e.is_not_found() => missing.push(entry.clone()),
-                Err(source) => return Err(self.api(source)),
+                Err(source) => {
+                    failed = Some(self.api(source));
+                    break;
+                }
             }
         }
         drop_missing(&mut review, &missing);
-        Ok(review)
+        (review, failed)
     }
 
     /// The Replace policy: every active Job is read and deleted before the new one starts.

@@ -275,6 +275,30 @@ async fn an_active_job_the_cache_lacks_is_read_before_it_is_called_missing() {
     assert_eq!(f.active(), [TEN]);
 }
 
+/// Upstream's `syncCronJob` returns at a read that fails with the status it changed so far, and
+/// `sync` writes that: here the finished Job's removal from the list, with its event.
+#[tokio::test]
+async fn a_failed_read_keeps_what_the_review_settled_before_it() {
+    let done = job("mycronjob-1", "j1", -60, Some("Complete"));
+    let cj = cron_job("Allow", &[("mycronjob-1", "j1"), (TEN, "ten")]);
+    let f = fixture(&cj, std::slice::from_ref(&done), at(1));
+    f.server
+        .on(Verb::Get, "jobs")
+        .fail(500, "InternalError", "etcd is slow");
+    assert!(f.sync(&cj, std::slice::from_ref(&done), at(1)).await.is_err());
+    assert_eq!(f.reasons(), ["SawCompletedJob"]);
+    assert_eq!(
+        f.active(),
+        [TEN],
+        "the finished Job is off the list, the unread one stays"
+    );
+    assert_eq!(f.status_writes(), 1);
+    assert!(
+        f.server.get::<Job>(NS, TEN).is_none(),
+        "no slot started on a half review"
+    );
+}
+
 #[tokio::test]
 async fn an_unlisted_job_is_settled_by_the_fresh_cron_job() {
     let running = job(TEN, "ten", 0, None);
