@@ -67,6 +67,19 @@ const DAYS_OF_WEEK: Bounds = Bounds {
     ],
 };
 
+/// The zone robfig's parser asks Go's `time.LoadLocation` for: an empty name and `UTC` are UTC,
+/// `Local` is the controller manager's own zone, any other name is looked up in the time zone
+/// database (with Go's error text when it is not there).
+fn load_location(name: &str, local: &TimeZone) -> Result<TimeZone, ScheduleError> {
+    match name {
+        "" | "UTC" => Ok(TimeZone::UTC),
+        "Local" => Ok(local.clone()),
+        _ => TimeZone::get(name).map_err(|_| {
+            ScheduleError::new(format!("provided bad location {name}: unknown time zone {name}"))
+        }),
+    }
+}
+
 /// Parses `text` with `local` as the zone of a schedule without a `TZ=` prefix (the controller
 /// manager's own zone, as Go's `time.Local`).
 pub(super) fn parse(text: &str, local: &TimeZone) -> Result<Schedule, ScheduleError> {
@@ -82,11 +95,7 @@ pub(super) fn parse(text: &str, local: &TimeZone) -> Result<Schedule, ScheduleEr
                 )));
             };
             let name = &after[..space];
-            // Go's `time.LoadLocation` error text.
-            let zone = TimeZone::get(name).map_err(|_| {
-                ScheduleError::new(format!("provided bad location {name}: unknown time zone {name}"))
-            })?;
-            (zone, after[space..].trim())
+            (load_location(name, local)?, after[space..].trim())
         }
         None => (local.clone(), text),
     };

@@ -233,6 +233,26 @@ fn refusals_read_as_robfigs() {
     assert!(error("TZ=UTC").starts_with("provided bad location UTC"));
 }
 
+/// Go's `time.LoadLocation` names two zones no database holds: "" (UTC) and `Local`.
+#[test]
+fn an_empty_zone_is_utc_and_local_the_controller_managers() {
+    let tokyo = TimeZone::get("Asia/Tokyo").unwrap();
+    let next_in = |schedule: &str, local: &TimeZone| {
+        Schedule::parse(schedule, local)
+            .unwrap_or_else(|e| panic!("{schedule}: {e}"))
+            .next(at("2024-01-01T00:00:00Z"))
+    };
+    assert_eq!(next_in("TZ= 0 9 * * *", &tokyo), Some(at("2024-01-01T09:00:00Z")));
+    assert_eq!(
+        next_in("TZ=UTC 0 9 * * *", &tokyo),
+        Some(at("2024-01-01T09:00:00Z"))
+    );
+    assert_eq!(
+        next_in("CRON_TZ=Local 0 9 * * *", &tokyo),
+        Some(at("2024-01-02T00:00:00Z"))
+    );
+}
+
 /// Whether minute `t` (UTC) matches `fields`, straight from the cron definition.
 fn matches(fields: &[Vec<u32>; 5], dom_star: bool, dow_star: bool, t: Timestamp) -> bool {
     let z = t.to_zoned(TimeZone::UTC);
