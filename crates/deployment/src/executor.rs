@@ -165,6 +165,7 @@ impl Executor {
             self.write_status(key, w).await?;
         }
         if let Some((w, events)) = &a.rollback {
+            emit(&events.before);
             let mut body = w.clone();
             body.metadata.managed_fields = None;
             writes::replace(client, ns, &owner.name, &body)
@@ -173,7 +174,7 @@ impl Executor {
                     key: key.clone(),
                     source: ControlError::api("update deployment", key.to_string(), e),
                 })?;
-            emit(events);
+            emit(&events.after);
         }
         Ok(a.requeue_after)
     }

@@ -22,6 +22,7 @@ use k8s_openapi::{
 use crate::{
     annotations,
     new_rs::SizeError,
+    rollback::RollbackEvents,
     spec::{self, Strategy},
     status,
     work::Work,
@@ -73,8 +74,8 @@ pub struct Actions {
     /// The Deployment to write through the status subresource (status and annotations), if either
     /// changed.
     pub status: Option<Deployment>,
-    /// A rollback: the Deployment to write (spec and annotations), then its events.
-    pub rollback: Option<(Deployment, Vec<PlannedEvent>)>,
+    /// A rollback: the Deployment to write (spec and annotations), and the events around it.
+    pub rollback: Option<(Deployment, RollbackEvents)>,
     /// Events on the Deployment, whatever the writes do.
     pub events: Vec<PlannedEvent>,
     /// When to look again at a rollout that shows no progress (its deadline).

@@ -33,7 +33,11 @@ fn reasons(a: &Actions) -> Vec<&str> {
         .chain(&a.updates)
         .flat_map(|w| w.events.iter())
         .chain(&a.events)
-        .chain(a.rollback.iter().flat_map(|(_, e)| e.iter()))
+        .chain(
+            a.rollback
+                .iter()
+                .flat_map(|(_, e)| e.before.iter().chain(&e.after)),
+        )
         .map(|e| &*e.reason)
         .collect()
 }
@@ -144,8 +148,12 @@ fn rollback_to_a_revision_and_to_the_last() {
     for to in ["1", "0"] {
         let a = rollback_case(to, "v2");
         let (d, events) = a.rollback.as_ref().unwrap();
-        assert_eq!(events[0].reason, rb::REASON_ROLLBACK_DONE);
-        assert_eq!(events[0].message, "Rolled back deployment \"foo\" to revision 1");
+        assert!(events.before.is_empty());
+        assert_eq!(events.after[0].reason, rb::REASON_ROLLBACK_DONE);
+        assert_eq!(
+            events.after[0].message,
+            "Rolled back deployment \"foo\" to revision 1"
+        );
         let c = &d
             .spec
             .as_ref()
@@ -177,11 +185,27 @@ fn rollback_to_a_revision_and_to_the_last() {
 
 #[test]
 fn rollback_not_found_and_unchanged_warn_and_clear_the_annotation() {
+    // The warnings go with the write that clears the annotation, after any creation: a sync whose
+    // creation fails tells them once it succeeds, not on every retry.
+    let warned = |a: &Actions| -> Vec<(String, String)> {
+        let (_, events) = a.rollback.as_ref().unwrap();
+        assert!(events.after.is_empty());
+        assert!(a.events.is_empty(), "{:?}", a.events);
+        let told = events
+            .before
+            .iter()
+            .map(|e| (e.reason.to_string(), e.message.clone()));
+        told.collect()
+    };
     let a = rollback_case("7", "v2");
-    assert_eq!(a.events[0].reason, rb::REASON_ROLLBACK_NOT_FOUND);
-    assert_eq!(a.events[0].message, rb::MSG_REVISION_NOT_FOUND);
-    let (d, events) = a.rollback.unwrap();
-    assert!(events.is_empty());
+    assert_eq!(
+        warned(&a),
+        [(
+            rb::REASON_ROLLBACK_NOT_FOUND.to_owned(),
+            rb::MSG_REVISION_NOT_FOUND.to_owned()
+        )]
+    );
+    let (d, _) = a.rollback.unwrap();
     assert!(
         !d.metadata
             .annotations
@@ -189,17 +213,19 @@ fn rollback_not_found_and_unchanged_warn_and_clear_the_annotation() {
             .contains_key(crate::annotations::ROLLBACK_TO)
     );
     let a = rollback_case("2", "v2");
-    assert_eq!(a.events[0].reason, rb::REASON_ROLLBACK_UNCHANGED);
     assert_eq!(
-        a.events[0].message,
-        "The rollback revision contains the same template as current deployment \"foo\""
+        warned(&a),
+        [(
+            rb::REASON_ROLLBACK_UNCHANGED.to_owned(),
+            "The rollback revision contains the same template as current deployment \"foo\"".to_owned()
+        )]
     );
     // No last revision: only one ReplicaSet.
     let d = deployment("foo", 1)
         .annotation(crate::annotations::ROLLBACK_TO, "0")
         .build();
     let a = actions(plan(&d, &[rs("v1", 1, 1).revision("1").arc()]));
-    assert_eq!(a.events[0].message, rb::MSG_NO_LAST_REVISION);
+    assert_eq!(warned(&a)[0].1, rb::MSG_NO_LAST_REVISION);
 }
 
 #[test]

@@ -13,7 +13,9 @@ use k8s_openapi::{
 };
 
 use crate::{
-    annotations, replica_sets as rsu, spec,
+    annotations, replica_sets as rsu,
+    rollback::RollbackEvents,
+    spec,
     status::{self, RsView},
 };
 
@@ -90,8 +92,9 @@ pub struct Work<'a> {
     pub events: Vec<PlannedEvent>,
     /// Old ReplicaSets to delete (revision history).
     pub deletes: Vec<Arc<ReplicaSet>>,
-    /// A rollback changed the template: the Deployment's spec is written, then these events.
-    pub rollback: Option<Vec<PlannedEvent>>,
+    /// A rollback was asked for: the Deployment's spec and annotations are written, with these
+    /// events around the write.
+    pub rollback: Option<RollbackEvents>,
     pub requeue_after: Option<Duration>,
     /// The feature gates the plan honours (`--feature-gates`).
     pub features: FeatureGates,
