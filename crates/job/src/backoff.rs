@@ -103,7 +103,8 @@ pub(crate) fn remaining_for_failures(
 /// When a pod finished: the latest termination of its containers and sidecars (restartable init
 /// containers stop after the main ones, so their end is the pod's) if all of them terminated, else
 /// the Ready=False transition, else the deletion time minus its grace period, else its creation
-/// (upstream `getFinishedTime`).
+/// (upstream `getFinishedTime`). As upstream's, the sidecars' step starts from nothing when a main
+/// container never terminated: if every sidecar did, the last of them is the pod's end.
 pub(crate) fn finished_time(p: &Pod) -> Timestamp {
     let status = p.status.as_ref();
     let containers = status.and_then(|s| s.container_statuses.as_deref());
@@ -112,9 +113,8 @@ pub(crate) fn finished_time(p: &Pod) -> Timestamp {
         .into_iter()
         .flatten()
         .filter(|c| controller::pod_util::is_sidecar(p, &c.name));
-    let from_containers = latest_finish(None, containers.into_iter().flatten())
-        .and_then(|latest| latest_finish(latest, sidecars));
-    if let Some(t) = from_containers.flatten() {
+    let main = latest_finish(None, containers.into_iter().flatten()).flatten();
+    if let Some(t) = latest_finish(main, sidecars).flatten() {
         return t;
     }
     let ready_false = status

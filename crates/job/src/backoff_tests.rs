@@ -143,6 +143,15 @@ fn finished_time_includes_sidecars() {
         .created(2)
         .build();
     assert_eq!(finished_time(&p), ts(2), "a running sidecar: the fallbacks");
+    // The main container never terminated (an image never pulled before an eviction): upstream's
+    // sidecar step starts from nothing rather than giving up, so the sidecars' end is the pod's.
+    let p = pod("a")
+        .failed()
+        .restarts(0)
+        .sidecar("proxy", Some(20))
+        .created(2)
+        .build();
+    assert_eq!(finished_time(&p), ts(20), "a main container that never ended");
 }
 
 #[test]
