@@ -50,6 +50,12 @@ impl std::fmt::Debug for Handlers {
 }
 
 impl Handlers {
+    /// A sync at once, as an `AddAfter` of no delay (upstream `enqueueSyncJobImmediately`), which
+    /// the workqueue metrics count as a retry.
+    fn sync_now(&self, key: ObjectKey) {
+        self.queue.add_after(key, Duration::ZERO);
+    }
+
     fn resolve(&self, namespace: Option<&str>, r: &OwnerReference) -> Option<Arc<Job>> {
         resolve_controller(&self.jobs, namespace, r)
     }
@@ -142,7 +148,7 @@ pub struct JobHandler(pub Handlers);
 
 impl EventHandler<Job> for JobHandler {
     fn on_add(&self, job: &Arc<Job>, _: bool) {
-        self.0.queue.add(ObjectKey::of(&**job));
+        self.0.sync_now(ObjectKey::of(&**job));
         if let Some(name) = managed_by_external(job) {
             self.0.metrics.job_by_external_controller(name);
         }
@@ -161,7 +167,7 @@ impl EventHandler<Job> for JobHandler {
         if cur.metadata.generation == old.metadata.generation {
             h.queue.add_after(key.clone(), SYNC_JOB_BATCH_PERIOD);
         } else {
-            h.queue.add(key.clone());
+            h.sync_now(key.clone());
         }
         let start = cur.status.as_ref().and_then(|s| s.start_time.as_ref());
         let cur_ads = cur.spec.as_ref().and_then(|s| s.active_deadline_seconds);
@@ -184,7 +190,7 @@ impl EventHandler<Job> for JobHandler {
         if let Some(uid) = job.metadata.uid.as_deref() {
             self.0.finished.observed(uid);
         }
-        self.0.queue.add(key);
+        self.0.sync_now(key);
         self.0.enqueue_selector(job);
     }
 }

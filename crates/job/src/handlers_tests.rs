@@ -176,6 +176,43 @@ async fn a_job_managed_elsewhere_is_counted_on_add() {
     assert_eq!(*m.0.lock(), ["external example.com/queue"]);
 }
 
+/// Counts the workqueue's retries.
+#[derive(Default)]
+struct Retries(std::sync::atomic::AtomicUsize);
+
+impl informer::QueueMetrics for Retries {
+    fn retry(&self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+struct CountRetries(Arc<Retries>);
+
+impl informer::MetricsProvider for CountRetries {
+    fn queue_metrics(&self, _: &str) -> Arc<dyn informer::QueueMetrics> {
+        self.0.clone()
+    }
+}
+
+/// Upstream queues a Job's add, spec change and delete with `AddAfter(key, 0)`, which the
+/// workqueue counts as a retry: `workqueue_retries_total{name="job"}` reads as upstream's.
+#[tokio::test(start_paused = true)]
+async fn a_jobs_own_events_sync_it_at_once_counted_as_retries() {
+    let retries = Arc::new(Retries::default());
+    let (mut h, _) = handlers(vec![]);
+    h.queue = WorkQueue::named("job", &CountRetries(retries.clone()));
+    let old = job(1, Some(1));
+    let mut cur = old.clone();
+    cur.metadata.generation = Some(2);
+    JobHandler(h.clone()).on_add(&Arc::new(old.clone()), false);
+    assert_eq!(drain(&h.queue), [KEY]);
+    JobHandler(h.clone()).on_update(&Arc::new(old), &Arc::new(cur.clone()));
+    assert_eq!(drain(&h.queue), [KEY]);
+    JobHandler(h.clone()).on_delete(&DeletedObject::Final(Arc::new(cur)));
+    assert_eq!(drain(&h.queue), [KEY]);
+    assert_eq!(retries.0.load(std::sync::atomic::Ordering::Relaxed), 3);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_changed_active_deadline_requeues_at_once_and_again_when_it_falls() {
     let (h, _) = handlers(vec![]);
