@@ -1,0 +1,133 @@
+//! The command line as KCM reads it: defaults, ranges, feature gates, flag names.
+
+use super::*;
+
+fn parse(args: &[&str]) -> Result<Args, String> {
+    Args::try_parse_flags_from(std::iter::once("kcm-rs").chain(args.iter().copied()))
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn underscores_in_flag_names_read_as_dashes_as_in_kcm() {
+    let a = parse(&[
+        "--concurrent_rc_syncs=7",
+        "--kube_api_qps",
+        "33",
+        "--namespace",
+        "my_ns",
+    ])
+    .unwrap();
+    assert_eq!(a.concurrent_rc_syncs, 7);
+    assert_eq!(a.kube_api_qps, 33.0);
+    assert_eq!(a.namespaces, ["my_ns"], "values keep their underscores");
+    let a = parse(&["--namespace=team_a"]).unwrap();
+    assert_eq!(a.namespaces, ["team_a"]);
+}
+
+#[test]
+fn durations_out_of_range_are_errors_naming_the_flag() {
+    let err = parse(&["--leader-elect-lease-duration=99999999999999999999h"]).unwrap_err();
+    assert!(err.contains("--leader-elect-lease-duration"), "{err}");
+    assert!(err.contains("out of range"), "{err}");
+    for bad in ["-1s", "NaNs", "inf", "1e400s"] {
+        let err = parse(&[&format!("--min-resync-period={bad}")]).unwrap_err();
+        assert!(err.contains("--min-resync-period"), "{bad}: {err}");
+    }
+    let a = parse(&["--leader-elect-renew-deadline=1m30s", "--min-resync-period=0"]).unwrap();
+    assert_eq!(a.leader_elect_renew_deadline, Duration::from_secs(90));
+    assert_eq!(a.min_resync_period, Duration::ZERO);
+}
+
+#[test]
+fn feature_gates_with_kcms_syntax() {
+    let a = parse(&[]).unwrap();
+    assert_eq!(a.feature_gates, FeatureGates::default());
+    let a = parse(&[
+        "--feature-gates=PodDeletionCost=false,DeploymentReplicaSetTerminatingReplicas=false",
+        "--feature-gates",
+        "PodDeletionCost=true",
+    ])
+    .unwrap();
+    assert!(a.feature_gates.pod_deletion_cost, "a later occurrence wins");
+    assert!(
+        !a.feature_gates.deployment_replica_set_terminating_replicas,
+        "occurrences merge"
+    );
+    let err = parse(&["--feature-gates=PodDeletionCost=true,Bogus=true"]).unwrap_err();
+    assert!(err.contains("--feature-gates") && err.contains("Bogus"), "{err}");
+    let err = parse(&["--feature-gates=JobManagedBy=false"]).unwrap_err();
+    assert!(err.contains("locked to true"), "{err}");
+    let err = parse(&["--feature-gates=AtomicFIFO=false"]).unwrap_err();
+    assert!(
+        err.contains("--feature-gates") && err.contains("AtomicFIFO"),
+        "{err}"
+    );
+}
+
+#[test]
+fn content_type_is_protobuf_or_json() {
+    let json = parse(&["--kube-api-content-type=application/json"]).unwrap();
+    assert_eq!(json.kube_api_content_type, ContentType::Json);
+    let err = parse(&["--kube-api-content-type=application/yaml"])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("application/vnd.kubernetes.protobuf"), "{err}");
+}
+
+#[test]
+fn resync_is_between_one_and_two_min_periods() {
+    let min = Duration::from_secs(12 * 3600);
+    assert_eq!(resync_period(min, 0.0), Some(min));
+    assert_eq!(resync_period(min, 0.5), Some(min * 3 / 2));
+    assert!(resync_period(min, 0.999_999).unwrap() < 2 * min);
+    assert_eq!(resync_period(Duration::ZERO, 0.5), None);
+    assert_eq!(parse(&[]).unwrap().min_resync_period, min);
+}
+
+#[test]
+fn defaults_are_kube_controller_managers() {
+    let a = parse(&[]).unwrap();
+    assert_eq!((a.kube_api_qps, a.kube_api_burst), (20.0, 30));
+    assert_eq!(a.kube_api_content_type, ContentType::Protobuf);
+    assert_eq!(
+        (
+            a.concurrent_replicaset_syncs,
+            a.concurrent_deployment_syncs,
+            a.concurrent_job_syncs,
+            a.concurrent_ttl_after_finished_syncs,
+            a.concurrent_rc_syncs
+        ),
+        (5, 5, 5, 5, 5)
+    );
+    assert!(a.leader_elect);
+    assert_eq!(a.leader_elect_lease_duration, Duration::from_secs(15));
+    assert_eq!(a.serving.secure_port, 10257);
+    assert_eq!(
+        a.serving.authorization_always_allow_paths,
+        ["/healthz", "/readyz", "/livez"]
+    );
+    assert_eq!(
+        a.serving.authentication_token_webhook_cache_ttl,
+        Duration::from_secs(10)
+    );
+    assert_eq!(
+        a.serving.authorization_webhook_cache_authorized_ttl,
+        Duration::from_secs(10)
+    );
+    assert_eq!(
+        a.serving.authorization_webhook_cache_unauthorized_ttl,
+        Duration::from_secs(10)
+    );
+    assert!(!a.serving.authentication_skip_lookup);
+}
+
+#[test]
+fn bad_values_name_the_flag() {
+    let err = parse(&["--concurrent-replicaset-syncs=0"]).unwrap_err();
+    assert!(err.contains("--concurrent-replicaset-syncs"), "{err}");
+    let err = parse(&["--kube-api-qps=-1"]).unwrap_err();
+    assert!(err.contains("--kube-api-qps"), "{err}");
+    let a = parse(&["--leader-elect=false", "--namespace=a", "--namespace=b"]).unwrap();
+    assert!(!a.leader_elect);
+    assert_eq!(a.namespaces, ["a", "b"]);
+}
