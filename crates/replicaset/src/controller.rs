@@ -188,8 +188,12 @@ impl<P: PodControl, K: ReplicaKind> ReplicaSetController<P, K> {
     }
 
     /// Pods selected by every object with the same controller as `obj`, each once (upstream
-    /// `getIndirectlyRelatedPods`). Empty for one without a controller.
+    /// `getIndirectlyRelatedPods`). Empty for one without a controller, and for a kind that does
+    /// not rank by them ([`ReplicaKind::RANKS_BY_RELATED_PODS`]).
     fn related_pods(&self, obj: &K) -> Vec<Arc<Pod>> {
+        if !K::RANKS_BY_RELATED_PODS {
+            return Vec::new();
+        }
         let Some(owner) = controller_of(obj.meta()) else {
             return Vec::new();
         };
@@ -349,3 +353,7 @@ impl<P: PodControl, K: ReplicaKind> Steps for ReplicaSetController<P, K> {
         result
     }
 }
+
+#[cfg(test)]
+#[path = "controller_tests.rs"]
+mod tests;

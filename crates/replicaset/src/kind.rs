@@ -42,6 +42,11 @@ pub trait ReplicaKind:
     /// Whether `status.terminatingReplicas` is kept (with `DeploymentReplicaSetTerminatingReplicas`);
     /// a ReplicationController has no such field and upstream turns it off for its manager.
     const TERMINATING_REPLICAS: bool;
+    /// Whether a scale-down ranks pods by how many pods of the objects sharing this one's
+    /// controller run on the same node (upstream `getIndirectlyRelatedPods`). Upstream's index of
+    /// those objects by their controller's UID admits only ReplicaSets, so the ReplicationController
+    /// manager, which shares its informer code, never finds one and ranks every pod alike.
+    const RANKS_BY_RELATED_PODS: bool;
 
     /// The object as a ReplicaSet: borrowed for a ReplicaSet, converted for the other kinds.
     fn as_replica_set(&self) -> Cow<'_, ReplicaSet>;
@@ -71,6 +76,7 @@ impl ReplicaKind for ReplicaSet {
     const QUEUE_NAME: &'static str = "replicaset";
     const CONSISTENCY_RESOURCE: Option<&'static str> = Some("replicasets.apps");
     const TERMINATING_REPLICAS: bool = true;
+    const RANKS_BY_RELATED_PODS: bool = true;
 
     fn as_replica_set(&self) -> Cow<'_, ReplicaSet> {
         Cow::Borrowed(self)
@@ -104,6 +110,7 @@ impl ReplicaKind for ReplicationController {
     const QUEUE_NAME: &'static str = "replicationmanager";
     const CONSISTENCY_RESOURCE: Option<&'static str> = None;
     const TERMINATING_REPLICAS: bool = false;
+    const RANKS_BY_RELATED_PODS: bool = false;
 
     fn as_replica_set(&self) -> Cow<'_, ReplicaSet> {
         let spec = self.spec.as_ref().map(|s| ReplicaSetSpec {

@@ -8,7 +8,7 @@ pub(super) use crate::pods::{is_ready, list as pods, phase, wait_pods};
 use crate::{DEFAULT_WAIT, TestNamespace, differential::Outcome, namespace::Observed, wait_for};
 use k8s_openapi::api::{
     apps::v1::ReplicaSet,
-    core::v1::{Pod, ReplicationController},
+    core::v1::{ConfigMap, Pod, ReplicationController},
 };
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use replicaset::ReplicaKind;
@@ -60,6 +60,17 @@ pub fn rs_manifest(name: &str, replicas: i32, min_ready: i32) -> ReplicaSet {
         }
     }))
     .unwrap()
+}
+
+/// A ConfigMap named `owner`, to stand as some other controller of the scenario's objects.
+pub(super) async fn create_owner(ns: &TestNamespace) -> ConfigMap {
+    ns.api::<ConfigMap>()
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "owner"}})).unwrap(),
+        )
+        .await
+        .unwrap()
 }
 
 pub(super) async fn create_rs<K: Replicas>(ns: &TestNamespace, name: &str, replicas: i32, min_ready: i32) {

@@ -2,19 +2,21 @@
 //! outcome it observed.
 
 mod helpers;
+mod siblings;
 
 use std::time::Duration;
 
 use futures::FutureExt as _;
 use k8s_openapi::api::{
     apps::v1::ReplicaSet,
-    core::v1::{ConfigMap, Pod, ReplicationController, ResourceQuota},
+    core::v1::{Pod, ReplicationController, ResourceQuota},
 };
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use helpers::*;
 pub use helpers::{Replicas, rs_manifest};
+use siblings::siblings_on_a_node;
 
 use crate::{
     DEFAULT_WAIT, TestNamespace,
@@ -133,14 +135,7 @@ fn adopt_and_release<K: Replicas>(ns: TestNamespace) -> ScenarioFuture {
 
 fn foreign_owner<K: Replicas>(ns: TestNamespace) -> ScenarioFuture {
     async move {
-        let cm = ns
-            .api::<ConfigMap>()
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({"metadata": {"name": "owner"}})).unwrap(),
-            )
-            .await
-            .unwrap();
+        let cm = create_owner(&ns).await;
         let theirs: Pod = serde_json::from_value(json!({
             "metadata": {
                 "name": "theirs",
@@ -340,6 +335,7 @@ fn scenarios_of<K: Replicas>() -> Vec<Scenario> {
         Scenario::new("adopt-release", adopt_and_release::<K>),
         Scenario::new("foreign-owner", foreign_owner::<K>),
         Scenario::new("deletion-cost", deletion_cost::<K>),
+        Scenario::new("siblings-on-a-node", siblings_on_a_node::<K>),
         Scenario::new("min-ready", min_ready_seconds::<K>),
         Scenario::new("quota", quota::<K>),
         Scenario::new("events-under-load", events_under_load::<K>),
