@@ -35,13 +35,28 @@ use crate::config::{ConfigError, JITTER_FACTOR, LeaderElectionConfig};
 /// renewDeadline/2)`).
 const MIN_REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Why one request of an attempt failed (logged at debug level: a failed attempt is "not now").
+/// Why one request of an attempt failed. A failed attempt is only "not now", but client-go logs
+/// each failure as an error, so that a Lease the RBAC does not allow, or an API server out of reach,
+/// shows at the default verbosity: a warning here ([`RequestError::log`]).
 #[derive(Debug, thiserror::Error)]
 enum RequestError {
     #[error(transparent)]
     Api(#[from] kube::Error),
     #[error("no answer within {0:?}")]
     TimedOut(Duration),
+}
+
+impl RequestError {
+    /// A conflict is another candidate's write landing first, the ordinary end of a race for an
+    /// expired lease: kept at debug level, so that contested takeovers do not read as failures.
+    fn log(&self, lease: &str, what: &str) {
+        match self {
+            Self::Api(kube::Error::Api(s)) if s.code == 409 => {
+                tracing::debug!(lease, "{what}: {self}");
+            }
+            _ => tracing::warn!(lease, "{what}: {self}"),
+        }
+    }
 }
 
 /// Leadership was lost: no renewal succeeded within the renew deadline. kube-controller-manager exits
@@ -258,6 +273,12 @@ impl LeaderElector {
         }
     }
 
+    /// The Lease as this candidate last read or wrote it (the object the `LeaderElection` events
+    /// are about).
+    pub async fn observed_lease(&self) -> Option<Lease> {
+        self.observed.lock().await.lease.clone()
+    }
+
     /// Whether another candidate holds the lease and it has not expired by this candidate's clock.
     pub async fn held_by_other(&self) -> bool {
         self.observed.lock().await.held_by_other(&self.config.identity)
@@ -270,7 +291,7 @@ impl LeaderElector {
         let existing = match self.request(self.api.get_opt(&self.config.name)).await {
             Ok(l) => l,
             Err(e) => {
-                tracing::debug!(lease = %self.lease_name(), "error retrieving lease: {e}");
+                e.log(&self.lease_name(), "error retrieving resource lock");
                 return false;
             }
         };
@@ -298,7 +319,10 @@ impl LeaderElector {
                     true
                 }
                 Err(e) => {
-                    tracing::debug!(lease = %self.lease_name(), "error creating lease: {e}");
+                    e.log(
+                        &self.lease_name(),
+                        "error initially creating leader election record",
+                    );
                     false
                 }
             };
@@ -326,7 +350,7 @@ impl LeaderElector {
                 true
             }
             Err(e) => {
-                tracing::debug!(lease = %self.lease_name(), "error updating lease: {e}");
+                e.log(&self.lease_name(), "failed to update lock");
                 false
             }
         }
