@@ -181,6 +181,11 @@ pub struct Args {
     #[arg(long, default_value = "2s", value_parser = go_duration, help_heading = "Leader election flags")]
     pub leader_elect_retry_period: Duration,
 
+    /// The type of resource object that is used for locking during leader election. Supported
+    /// options are 'leases' (the only one Kubernetes 1.36 supports).
+    #[arg(long, default_value = LEASES_LOCK, value_parser = lock_type, help_heading = "Leader election flags")]
+    pub leader_elect_resource_lock: String,
+
     /// The name of the Lease object used for locking.
     #[arg(long, default_value = "kcm-rs", help_heading = "Leader election flags")]
     pub leader_elect_resource_name: String,
@@ -247,6 +252,18 @@ pub struct Args {
     /// Sets the log format.
     #[arg(long, value_enum, default_value = "text", help_heading = "Logging flags")]
     pub logging_format: LoggingFormat,
+}
+
+/// `--leader-elect-resource-lock`'s one value (client-go `resourcelock.LeasesResourceLock`).
+pub const LEASES_LOCK: &str = "leases";
+
+/// client-go's `resourcelock.New` refuses every other lock type, with this text.
+fn lock_type(s: &str) -> Result<String, String> {
+    if s == LEASES_LOCK {
+        Ok(s.to_owned())
+    } else {
+        Err(format!("Invalid lock-type {s}"))
+    }
 }
 
 fn at_least_one(s: &str) -> Result<usize, String> {

@@ -131,3 +131,12 @@ fn bad_values_name_the_flag() {
     assert!(!a.leader_elect);
     assert_eq!(a.namespaces, ["a", "b"]);
 }
+
+/// KCM's command lines may name the lock type; `leases` is the only one left.
+#[test]
+fn the_resource_lock_is_leases_or_an_error() {
+    assert_eq!(parse(&[]).unwrap().leader_elect_resource_lock, "leases");
+    assert!(parse(&["--leader-elect-resource-lock=leases"]).is_ok());
+    let err = parse(&["--leader-elect-resource-lock=endpointsleases"]).unwrap_err();
+    assert!(err.contains("Invalid lock-type endpointsleases"), "{err}");
+}
