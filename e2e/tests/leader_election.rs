@@ -19,6 +19,28 @@ const ACQUIRED: &str = "successfully acquired lease";
 const LEASE: Duration = Duration::from_secs(15);
 const RETRY_JITTERED: Duration = Duration::from_millis(4400);
 
+/// Waits until the Lease `name` carries a `LeaderElection` event with each message of `want`.
+async fn wait_lease_events(events: &Api<Event>, name: &str, want: &[String]) {
+    let on_lease = ListParams::default().fields(&format!("involvedObject.name={name}"));
+    wait_for("the LeaderElection events", Duration::from_secs(20), || async {
+        let messages: Vec<String> = events
+            .list(&on_lease)
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("LeaderElection"))
+            .filter_map(|e| e.message)
+            .collect();
+        if want.iter().all(|w| messages.contains(w)) {
+            Ok(())
+        } else {
+            Err(format!("{messages:?}"))
+        }
+    })
+    .await;
+}
+
 fn leaders(replicas: &[KcmRs]) -> Vec<usize> {
     replicas
         .iter()
@@ -58,6 +80,7 @@ async fn disruptive_three_replicas_one_leader() {
         .identity()
         .expect("the leader logged its identity");
     let leases: Api<Lease> = Api::namespaced(cluster.client.clone(), "kube-system");
+    let system_events: Api<Event> = Api::namespaced(cluster.client.clone(), "kube-system");
     let holder = leases
         .get(&lease_name)
         .await
@@ -115,6 +138,7 @@ async fn disruptive_three_replicas_one_leader() {
         // SIGTERM: the leader releases the lease; the last replica takes over at its next try.
         let stopped_at = Instant::now();
         let stopping = replicas.remove(next);
+        let stopping_identity = stopping.identity().expect("the leader logged its identity");
         let log = stopping.log.clone();
         let status = stopping.stop();
         assert!(status.success(), "graceful shutdown exits 0, got {status}");
@@ -131,6 +155,13 @@ async fn disruptive_three_replicas_one_leader() {
             handover <= RETRY_JITTERED + Duration::from_secs(1),
             "took over after {handover:?}"
         );
+        // On the Lease, as client-go's lock records them: who led, and who stopped gracefully.
+        let want = [
+            format!("{identity} became leader"),
+            format!("{stopping_identity} became leader"),
+            format!("{stopping_identity} stopped leading"),
+        ];
+        wait_lease_events(&system_events, &lease_name, &want).await;
 
         // The new leader runs the controllers.
         let patch = json!({"spec": {"replicas": 5}});

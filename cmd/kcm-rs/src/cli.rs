@@ -19,6 +19,7 @@ use crate::{
     client::{self, Clients, LEADER_ELECTION, SHARED_INFORMERS},
     controllers::{self, StartContext},
     flags::{self, Args, LeaderElectMode, LoggingFormat, ShardCuts},
+    leader_events::LeaderEvents,
     metric_labels::{ControllerLabel, NameLabel},
     metrics::Metrics,
     server::{self, Health},
@@ -96,6 +97,13 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let layout = layout(&args)?;
     let identity = identity();
+    // Checked before connecting, which waits for the API server: a bad combination of the lease's
+    // durations fails at once, as KCM's NewLeaderElector does.
+    if args.leader_elect && !args.shadow && args.leader_elect_mode == LeaderElectMode::Lease {
+        lease_config(&args, &identity)
+            .validate()
+            .context("leader election flags")?;
+    }
     let (mut clients, delegation) = connect(&args).await?;
     if args.print_shard_cuts {
         anyhow::ensure!(args.shards > 1, "--print-shard-cuts needs --shards of 2 or more");
@@ -154,11 +162,17 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         stop_serving(server, &server_cancel).await;
         return Ok(ExitCode::SUCCESS);
     }
+    // At 0 from the start on every candidate, as client-go's elector sets it when made.
+    let leader_status = LeaderStatus::new(&args, &metrics);
+    leader_status.set(0);
     let Some(mut leader) = elect(&args, &clients, &health, &identity, &cancel).await? else {
         return Ok(ExitCode::SUCCESS);
     };
-    let leader_status = LeaderStatus::new(&args, &metrics);
     leader_status.set(1);
+    let events = LeaderEvents::new(clients.client_for(LEADER_ELECTION)?, &identity);
+    if let Leader::Lease(e, _) = &leader {
+        events.became_leader(e).await;
+    }
 
     let controllers_cancel = CancellationToken::new();
     let factory = controllers::informer_factory(&args, clients.client_for(SHARED_INFORMERS)?, &metrics);
@@ -187,10 +201,11 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     lead(&mut leader, &cancel).await;
     shut_down(running, &controllers_cancel).await;
     leader_status.set(0);
-    if let Leader::Lease(e, _) = &leader
-        && e.config().release_on_cancel
-    {
-        e.release().await;
+    if let Leader::Lease(e, _) = &leader {
+        events.stopped_leading(e).await;
+        if e.config().release_on_cancel {
+            e.release().await;
+        }
     }
     stop_serving(server, &server_cancel).await;
     Ok(ExitCode::SUCCESS)
@@ -334,15 +349,7 @@ async fn elect(
     let client = clients.client_for(LEADER_ELECTION)?;
     match args.leader_elect_mode {
         LeaderElectMode::Lease => {
-            let mut cfg = LeaderElectionConfig::new(
-                &args.leader_elect_resource_namespace,
-                &args.leader_elect_resource_name,
-                identity.to_owned(),
-            );
-            cfg.lease_duration = args.leader_elect_lease_duration;
-            cfg.renew_deadline = args.leader_elect_renew_deadline;
-            cfg.retry_period = args.leader_elect_retry_period;
-            cfg.release_on_cancel = args.leader_elect_release_on_cancel;
+            let cfg = lease_config(args, identity);
             let e = Arc::new(LeaderElector::new(client.clone(), cfg).context("leader election flags")?);
             health.set_elector(e.clone());
             let mut exclusion = Box::new(sharding::Exclusion::new(&e, client));
@@ -356,6 +363,20 @@ async fn elect(
             Ok(lock.become_leader(cancel).await?.then_some(Leader::Unchallenged))
         }
     }
+}
+
+/// The election the `--leader-elect-*` flags ask for.
+fn lease_config(args: &Args, identity: &str) -> LeaderElectionConfig {
+    let mut cfg = LeaderElectionConfig::new(
+        &args.leader_elect_resource_namespace,
+        &args.leader_elect_resource_name,
+        identity.to_owned(),
+    );
+    cfg.lease_duration = args.leader_elect_lease_duration;
+    cfg.renew_deadline = args.leader_elect_renew_deadline;
+    cfg.retry_period = args.leader_elect_retry_period;
+    cfg.release_on_cancel = args.leader_elect_release_on_cancel;
+    cfg
 }
 
 /// `leader_election_master_status`, which exists only where there is an election, as in KCM.

@@ -1,5 +1,5 @@
-//! kcm-rs: kube-controller-manager's Deployment, ReplicaSet, Job and TTL-after-finished controllers,
-//! in Rust.
+//! kcm-rs: kube-controller-manager's workload controllers (Deployment, ReplicaSet,
+//! ReplicationController, Job, CronJob, TTL-after-finished), in Rust.
 //!
 //! Two ways in:
 //! - the `kcm-rs` command, with KCM's flags, Lease leader election, HTTPS health and metrics
@@ -7,8 +7,9 @@
 //! - [`ControllerManager`], the same controllers inside a test or tool of your own, on a
 //!   [`kube::Client`] you already have: no flags, no endpoints, no election unless asked.
 //!
-//! The controllers themselves live in the `deployment`, `replicaset` and `job` crates, on the shared
-//! skeleton of the `controller` crate; `controllers` here is the table that registers them.
+//! The controllers themselves live in the `replicaset` (ReplicationControllers too), `deployment`,
+//! `job`, `cronjob` and `ttlafterfinished` crates, on the shared skeleton of the `controller` crate;
+//! `controllers` here is the table that registers them.
 #![forbid(unsafe_code)]
 
 #[doc(hidden)]
@@ -21,6 +22,7 @@ mod embed;
 mod flags;
 mod guard;
 mod job_metrics;
+mod leader_events;
 mod metric_labels;
 mod metrics;
 mod profiling;
