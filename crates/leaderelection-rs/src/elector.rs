@@ -287,6 +287,9 @@ impl LeaderElector {
     /// One attempt (client-go `tryAcquireOrRenew`): create the lease, or take it over when it has
     /// expired by our clock, or renew it when we hold it. Any failure is just "not now".
     pub async fn try_acquire_or_renew(&self) -> bool {
+        if self.renew_as_last_seen().await {
+            return true;
+        }
         let now = Timestamp::now();
         let existing = match self.request(self.api.get_opt(&self.config.name)).await {
             Ok(l) => l,
@@ -351,6 +354,34 @@ impl LeaderElector {
             }
             Err(e) => {
                 e.log(&self.lease_name(), "failed to update lock");
+                false
+            }
+        }
+    }
+
+    /// client-go's fast path: a holder whose record has not expired by its own clock renews with one
+    /// PUT of the Lease as it last read or wrote it, without reading it first. A conflict (someone
+    /// wrote since) or any other failure sends the attempt on to the read, as client-go's does.
+    async fn renew_as_last_seen(&self) -> bool {
+        let mut observed = self.observed.lock().await;
+        let (Some(lease), Some(record)) = (&observed.lease, &observed.record) else {
+            return false;
+        };
+        let ours = record.holder_identity.as_deref() == Some(self.config.identity.as_str());
+        if !ours || observed.changed_at + duration_of(record) <= Instant::now() {
+            return false;
+        }
+        let mut lease = lease.clone();
+        lease.spec = Some(self.record(Some((record.clone(), true)), Timestamp::now()));
+        let params = PostParams::default();
+        let put = self.api.replace(&self.config.name, &params, &lease);
+        match self.request(put).await {
+            Ok(updated) => {
+                observed.remember_own_write(updated);
+                true
+            }
+            Err(e) => {
+                tracing::debug!(lease = %self.lease_name(), "failed to update lease optimistically, falling back to slow path: {e}");
                 false
             }
         }

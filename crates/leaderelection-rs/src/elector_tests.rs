@@ -23,6 +23,8 @@ struct FakeLeases {
     hang_next: AtomicUsize,
     /// Every request is answered (0, the default), hangs ([`HANG`]) or fails with 500 ([`FAIL`]).
     mode: AtomicUsize,
+    /// GETs answered.
+    gets: AtomicUsize,
 }
 
 const HANG: usize = 1;
@@ -44,7 +46,7 @@ impl FakeLeases {
         let body = req.into_body().collect_bytes().await.unwrap();
         let mut stored = self.lease.lock().await;
         match method {
-            Method::GET => match &*stored {
+            Method::GET => match (self.gets.fetch_add(1, Ordering::SeqCst), &*stored).1 {
                 Some(l) => respond(StatusCode::OK, serde_json::to_vec(l).unwrap()),
                 None => status(StatusCode::NOT_FOUND, "NotFound"),
             },
@@ -125,6 +127,28 @@ async fn renews_until_cancelled() {
         fake.resource_version.load(Ordering::SeqCst) > 20,
         "renewed every retry period"
     );
+}
+
+/// client-go's fast path: the holder renews with a PUT of what it last wrote, no GET before it;
+/// once someone else has written, the PUT conflicts and the attempt reads the Lease.
+#[tokio::test(start_paused = true)]
+async fn a_holder_renews_without_reading_until_someone_else_writes() {
+    let (e, fake) = elector();
+    assert!(e.acquire(&CancellationToken::new()).await);
+    let gets = fake.gets.load(Ordering::SeqCst);
+    let (outcome, _) = keep_leading_for(&e, Duration::from_secs(60)).await;
+    assert!(outcome.is_ok());
+    assert_eq!(fake.gets.load(Ordering::SeqCst), gets, "no GET while renewing");
+    let renewals = fake.resource_version.load(Ordering::SeqCst);
+    assert!(renewals > 20, "renewed every retry period: {renewals}");
+
+    // Another writer (same holder, a newer version): the fast PUT conflicts, the read settles it.
+    let mut lease = fake.lease.lock().await.clone().unwrap();
+    lease.metadata.resource_version = Some("9999".into());
+    *fake.lease.lock().await = Some(lease);
+    assert!(e.try_acquire_or_renew().await);
+    assert_eq!(fake.gets.load(Ordering::SeqCst), gets + 1);
+    assert_eq!(fake.holder().await.as_deref(), Some("me"));
 }
 
 #[tokio::test(start_paused = true)]
