@@ -4,9 +4,7 @@
 
 use std::time::Duration;
 
-use controller::{EventRecorder, events::TYPE_NORMAL};
-use k8s_openapi::api::core::v1::ObjectReference;
-use kube::Resource as _;
+use controller::{EventRecorder, Owner, events::TYPE_NORMAL, object_reference};
 use leaderelection::LeaderElector;
 
 /// The events' reason (client-go `resourcelock.LeaseLock.RecordEvent`).
@@ -47,16 +45,7 @@ impl LeaderEvents {
         let Some(lease) = elector.observed_lease().await else {
             return;
         };
-        let meta = lease.meta();
-        let on = ObjectReference {
-            api_version: Some("coordination.k8s.io/v1".to_owned()),
-            kind: Some("Lease".to_owned()),
-            namespace: meta.namespace.clone(),
-            name: meta.name.clone(),
-            uid: meta.uid.clone(),
-            resource_version: meta.resource_version.clone(),
-            ..ObjectReference::default()
-        };
+        let on = object_reference(&Owner::of(&lease));
         self.recorder
             .record(&on, TYPE_NORMAL, REASON, format!("{} {what}", self.identity));
     }
