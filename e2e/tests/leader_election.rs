@@ -1,6 +1,7 @@
 //! Leader election on the real control plane with three kcm-rs replicas (replace mode): one leader
 //! at a time, only the leader writes, kill -9 fails over within the lease duration, SIGTERM hands over
-//! at once, and a leader that loses its lease exits non-zero.
+//! at once, a write by someone else sends the renewal down the slow path, and a leader that loses
+//! its lease exits non-zero.
 
 use std::time::Duration;
 
@@ -188,6 +189,31 @@ async fn disruptive_three_replicas_one_leader() {
         )
         .await;
 
+        // Someone else writes the Lease but leaves the holder: the leader's renewal of the Lease as
+        // it last wrote it conflicts, so it reads the Lease first (client-go's slow path, which
+        // leader_election_slowpath_total counts) and goes on leading.
+        let note = json!({"metadata": {"annotations": {"e2e.kcm-rs.io/touched": "yes"}}});
+        leases
+            .patch(&lease_name, &PatchParams::default(), &Patch::Merge(&note))
+            .await
+            .unwrap();
+        let counted = format!("leader_election_slowpath_total{{name=\"{lease_name}\"}}");
+        wait_for("a slow-path renewal counted", Duration::from_secs(20), || async {
+            let (_, metrics) = replicas[last].http_get("/metrics");
+            let line = metrics.lines().find(|l| l.starts_with(&counted));
+            match line.and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok()) {
+                Some(n) if n >= 1.0 => Ok(()),
+                _ => Err(format!("{line:?}")),
+            }
+        })
+        .await;
+        let still = leases.get(&lease_name).await.unwrap().spec.unwrap();
+        assert_eq!(
+            still.holder_identity,
+            replicas[last].identity(),
+            "the leader renewed after the slow path"
+        );
+
         // Someone else takes the lease: the leader cannot renew, stops and exits non-zero.
         let grab = json!({"spec": {"holderIdentity": "intruder", "leaseDurationSeconds": 3600}});
         leases
@@ -196,7 +222,7 @@ async fn disruptive_three_replicas_one_leader() {
             .unwrap();
         let survivor = replicas.remove(last);
         survivor
-            .wait_log("leader election lost", Duration::from_secs(30))
+            .wait_log("leaderelection lost", Duration::from_secs(30))
             .await;
         let status = survivor.stop();
         assert!(!status.success(), "a lost lease exits non-zero, got {status}");

@@ -170,7 +170,7 @@ async fn disruptive_a_stolen_lease_stops_writes_at_once() {
             .unwrap();
         let stolen_at = Timestamp::now();
         leader
-            .wait_log("leader election lost", Duration::from_secs(30))
+            .wait_log("leaderelection lost", Duration::from_secs(30))
             .await;
         let pid = leader.pid();
         wait_for("the old leader to exit", Duration::from_secs(5), || async {
@@ -183,7 +183,7 @@ async fn disruptive_a_stolen_lease_stops_writes_at_once() {
             }
         })
         .await;
-        let lost_at = logged_at(&leader.log_text(), "leader election lost").expect("a timestamped log line");
+        let lost_at = logged_at(&leader.log_text(), "leaderelection lost").expect("a timestamped log line");
         println!("lease stolen at {stolen_at}, loss noticed at {lost_at}");
         // Give anything still in flight time to land before looking.
         tokio::time::sleep(Duration::from_secs(3)).await;

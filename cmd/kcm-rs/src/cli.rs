@@ -165,14 +165,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // At 0 from the start on every candidate, as client-go's elector sets it when made.
     let leader_status = LeaderStatus::new(&args, &metrics);
     leader_status.set(0);
-    let Some(mut leader) = elect(&args, &clients, &health, &identity, &cancel).await? else {
+    let Some(mut leader) = elect(&args, &clients, &health, &metrics, &identity, &cancel).await? else {
         return Ok(ExitCode::SUCCESS);
     };
     leader_status.set(1);
-    let events = LeaderEvents::new(clients.client_for(LEADER_ELECTION)?, &identity);
-    if let Leader::Lease(e, _) = &leader {
-        events.became_leader(e).await;
-    }
 
     let controllers_cancel = CancellationToken::new();
     let factory = controllers::informer_factory(&args, clients.client_for(SHARED_INFORMERS)?, &metrics);
@@ -201,10 +197,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     lead(&mut leader, &cancel).await;
     shut_down(running, &controllers_cancel).await;
     leader_status.set(0);
-    if let Leader::Lease(e, _) = &leader {
-        events.stopped_leading(e).await;
-        if e.config().release_on_cancel {
-            e.release().await;
+    if let Leader::Lease { elector, events, .. } = &leader {
+        events.stopped_leading(elector).await;
+        if elector.config().release_on_cancel {
+            elector.release().await;
         }
     }
     stop_serving(server, &server_cancel).await;
@@ -326,8 +322,13 @@ async fn serve(
 
 /// How this process leads once [`elect`] returns.
 enum Leader {
-    /// Under a lease the elector keeps renewing, while no shard Lease is claimed.
-    Lease(Arc<LeaderElector>, Box<sharding::Exclusion>),
+    /// Under a lease the elector keeps renewing, while no shard Lease is claimed; the
+    /// `LeaderElection` events go on that Lease.
+    Lease {
+        elector: Arc<LeaderElector>,
+        exclusion: Box<sharding::Exclusion>,
+        events: LeaderEvents,
+    },
     /// With nothing to renew: no election, shadow mode, or a leader-for-life lock.
     Unchallenged,
 }
@@ -337,6 +338,7 @@ async fn elect(
     args: &Args,
     clients: &Clients,
     health: &Health,
+    metrics: &Metrics,
     identity: &str,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Option<Leader>> {
@@ -350,13 +352,28 @@ async fn elect(
     match args.leader_elect_mode {
         LeaderElectMode::Lease => {
             let cfg = lease_config(args, identity);
-            let e = Arc::new(LeaderElector::new(client.clone(), cfg).context("leader election flags")?);
-            health.set_elector(e.clone());
-            let mut exclusion = Box::new(sharding::Exclusion::new(&e, client));
-            Ok(exclusion
-                .acquire(&e, cancel)
-                .await
-                .then_some(Leader::Lease(e, exclusion)))
+            let slow_path = metrics.leader_slowpath.clone();
+            let label = NameLabel {
+                name: args.leader_elect_resource_name.clone(),
+            };
+            let e = LeaderElector::new(client.clone(), cfg)
+                .context("leader election flags")?
+                .on_slow_path(move || {
+                    slow_path.get_or_create(&label).inc();
+                });
+            let elector = Arc::new(e);
+            health.set_elector(elector.clone());
+            let mut exclusion = Box::new(sharding::Exclusion::new(&elector, client.clone()));
+            if !exclusion.acquire(&elector, cancel).await {
+                return Ok(None);
+            }
+            let events = LeaderEvents::new(client, identity);
+            events.became_leader(&elector).await;
+            Ok(Some(Leader::Lease {
+                elector,
+                exclusion,
+                events,
+            }))
         }
         LeaderElectMode::ForLife => {
             let lock = LeaderForLife::from_env(client, &args.leader_elect_resource_name)?;
@@ -406,10 +423,12 @@ impl<'a> LeaderStatus<'a> {
 /// lines are written unbuffered. So does a shard Lease claimed meanwhile (see `shards::Exclusion`).
 async fn lead(leader: &mut Leader, cancel: &CancellationToken) {
     match leader {
-        Leader::Lease(e, exclusion) => {
-            let retry_period = e.config().retry_period;
+        Leader::Lease {
+            elector, exclusion, ..
+        } => {
+            let retry_period = elector.config().retry_period;
             tokio::select! {
-                kept = e.keep_leading(cancel) => if let Err(lost) = kept {
+                kept = elector.keep_leading(cancel) => if let Err(lost) = kept {
                     tracing::error!("{lost}; exiting without draining the queues");
                     std::process::exit(1);
                 },

@@ -60,6 +60,8 @@ pub struct Metrics {
     sync_panics: Family<Sharded<ControllerLabel>, Counter>,
     /// `leader_election_master_status{name}`: 1 while this instance leads.
     pub leader: Family<NameLabel, Gauge>,
+    /// `leader_election_slowpath_total{name}`: renewals that had to read the Lease first.
+    pub leader_slowpath: Family<NameLabel, Counter>,
     /// `kcm_rs_shadow_divergences_total{controller}`.
     pub shadow_divergences: Family<ControllerLabel, Counter>,
     /// Sharded: `kcm_rs_shards_held`, `kcm_rs_shards_free_observed` and `kcm_rs_shard_layout_mixed`.
@@ -113,6 +115,7 @@ impl Metrics {
             job_stale_skips: Family::default(),
             sync_panics: Family::default(),
             leader: Family::default(),
+            leader_slowpath: Family::default(),
             shadow_divergences: Family::default(),
             shards: ShardGauges::default(),
             shard: None,
@@ -214,6 +217,11 @@ impl Metrics {
             "leader_election_master_status",
             "1 while this instance is the leader, 0 otherwise",
             m.leader.clone(),
+        );
+        r.register(
+            "leader_election_slowpath",
+            "Renewals of a held lease that read it before writing: the write of the lease as last seen failed",
+            m.leader_slowpath.clone(),
         );
         r.register(
             "kcm_rs_shadow_divergences",

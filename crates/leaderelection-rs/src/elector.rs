@@ -62,7 +62,7 @@ impl RequestError {
 /// Leadership was lost: no renewal succeeded within the renew deadline. kube-controller-manager exits
 /// at this point, and so does kcm-rs.
 #[derive(Debug, thiserror::Error)]
-#[error("leader election lost: lease {namespace}/{name} not renewed within {deadline:?}")]
+#[error("leaderelection lost: lease {namespace}/{name} not renewed within {deadline:?}")]
 pub struct LeadershipLost {
     pub namespace: String,
     pub name: String,
@@ -77,6 +77,9 @@ pub struct LeaderElector {
     /// `record` was first seen with its current content (or written by us).
     observed: tokio::sync::Mutex<Observed>,
     leading: watch::Sender<bool>,
+    /// Called each time a holder renews by the slow path, reading the Lease before its write
+    /// (client-go's `leader_election_slowpath_total`, which its metrics provider counts).
+    on_slow_path: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
 struct Observed {
@@ -108,7 +111,17 @@ impl LeaderElector {
                 renewed_at: None,
             }),
             leading: watch::channel(false).0,
+            on_slow_path: None,
         })
+    }
+
+    /// Calls `hook` each time this candidate, holding the lease, renews it by the slow path: its
+    /// write of the Lease as last seen failed (someone wrote since, or the request failed) and it
+    /// read the Lease first. A rising count means renewals are contested or failing.
+    #[must_use]
+    pub fn on_slow_path(mut self, hook: impl Fn() + Send + Sync + 'static) -> Self {
+        self.on_slow_path = Some(Box::new(hook));
+        self
     }
 
     pub fn config(&self) -> &LeaderElectionConfig {
@@ -142,12 +155,17 @@ impl LeaderElector {
 
     /// Renews every retry period until `cancel` fires (Ok) or no renewal succeeds within the renew
     /// deadline (Err: stop leading now). Returns Err at the latest one retry period plus the renew
-    /// deadline after the last successful renewal, however slow the API server is.
+    /// deadline after the last successful renewal, however slow the API server is. The first renewal
+    /// is tried at once.
     pub async fn keep_leading(&self, cancel: &CancellationToken) -> Result<(), LeadershipLost> {
+        // The first round starts at once, as client-go's renew loop (`wait.Until`) does.
+        let mut first = true;
         loop {
-            tokio::select! {
-                () = cancel.cancelled() => return Ok(()),
-                () = tokio::time::sleep(self.config.retry_period) => {}
+            if !std::mem::take(&mut first) {
+                tokio::select! {
+                    () = cancel.cancelled() => return Ok(()),
+                    () = tokio::time::sleep(self.config.retry_period) => {}
+                }
             }
             let deadline = Instant::now() + self.config.renew_deadline;
             let renewed = loop {
@@ -337,19 +355,15 @@ impl LeaderElector {
         if !holder.is_empty() && !ours && observed.changed_at + duration > Instant::now() {
             return false; // held by another and not expired by our clock
         }
+        if ours && let Some(count) = &self.on_slow_path {
+            count();
+        }
         lease.spec = Some(self.record(Some((record, ours)), now));
-        match self
-            .request(
-                self.api
-                    .replace(&self.config.name, &PostParams::default(), &lease),
-            )
-            .await
-        {
-            Ok(updated) => {
+        match self.write(&mut observed, lease).await {
+            Ok(()) => {
                 if !ours {
                     tracing::info!(lease = %self.lease_name(), previous = %holder, "took over lease");
                 }
-                observed.remember_own_write(updated);
                 true
             }
             Err(e) => {
@@ -373,18 +387,24 @@ impl LeaderElector {
         }
         let mut lease = lease.clone();
         lease.spec = Some(self.record(Some((record.clone(), true)), Timestamp::now()));
-        let params = PostParams::default();
-        let put = self.api.replace(&self.config.name, &params, &lease);
-        match self.request(put).await {
-            Ok(updated) => {
-                observed.remember_own_write(updated);
-                true
-            }
+        match self.write(&mut observed, lease).await {
+            Ok(()) => true,
             Err(e) => {
                 tracing::debug!(lease = %self.lease_name(), "failed to update lease optimistically, falling back to slow path: {e}");
                 false
             }
         }
+    }
+
+    /// PUTs `lease` (carrying the resourceVersion it was read at) and, once written, remembers it
+    /// as this candidate's own write: the expiry clock and the last renewal restart now.
+    async fn write(&self, observed: &mut Observed, lease: Lease) -> Result<(), RequestError> {
+        let params = PostParams::default();
+        let updated = self
+            .request(self.api.replace(&self.config.name, &params, &lease))
+            .await?;
+        observed.remember_own_write(updated);
+        Ok(())
     }
 
     /// The record this candidate writes: a renewal keeps acquireTime and the transitions count; a

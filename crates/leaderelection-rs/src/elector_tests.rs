@@ -87,6 +87,12 @@ fn status(code: StatusCode, reason: &str) -> Response<Body> {
 }
 
 fn elector() -> (Arc<LeaderElector>, Arc<FakeLeases>) {
+    let (e, fake) = elector_with(|e| e);
+    (Arc::new(e), fake)
+}
+
+/// An elector against a fresh fake, made by `build` from the plain one (to add a hook).
+fn elector_with(build: impl FnOnce(LeaderElector) -> LeaderElector) -> (LeaderElector, Arc<FakeLeases>) {
     let fake = Arc::new(FakeLeases::default());
     let server = fake.clone();
     let service = tower::service_fn(move |req| {
@@ -95,7 +101,7 @@ fn elector() -> (Arc<LeaderElector>, Arc<FakeLeases>) {
     });
     let client = Client::new(service, "default");
     let config = LeaderElectionConfig::new("kube-system", "kcm-rs", "me");
-    (Arc::new(LeaderElector::new(client, config).unwrap()), fake)
+    (build(LeaderElector::new(client, config).unwrap()), fake)
 }
 
 /// Runs `keep_leading` until it returns, with the elapsed (virtual) time.
@@ -129,11 +135,30 @@ async fn renews_until_cancelled() {
     );
 }
 
+/// client-go's renew loop tries at once, then every retry period: a new leader writes the Lease a
+/// second time right after acquiring it.
+#[tokio::test(start_paused = true)]
+async fn the_first_renewal_follows_the_acquisition_at_once() {
+    let (e, fake) = elector();
+    assert!(e.acquire(&CancellationToken::new()).await);
+    let acquired = fake.resource_version.load(Ordering::SeqCst);
+    let (outcome, _) = keep_leading_for(&e, e.config().retry_period / 2).await;
+    assert!(outcome.is_ok());
+    assert_eq!(fake.resource_version.load(Ordering::SeqCst), acquired + 1);
+}
+
 /// client-go's fast path: the holder renews with a PUT of what it last wrote, no GET before it;
-/// once someone else has written, the PUT conflicts and the attempt reads the Lease.
+/// once someone else has written, the PUT conflicts and the attempt reads the Lease, which is the
+/// slow path `leader_election_slowpath_total` counts.
 #[tokio::test(start_paused = true)]
 async fn a_holder_renews_without_reading_until_someone_else_writes() {
-    let (e, fake) = elector();
+    let slow = Arc::new(AtomicUsize::new(0));
+    let counted = slow.clone();
+    let (e, fake) = elector_with(move |e| {
+        e.on_slow_path(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+    });
     assert!(e.acquire(&CancellationToken::new()).await);
     let gets = fake.gets.load(Ordering::SeqCst);
     let (outcome, _) = keep_leading_for(&e, Duration::from_secs(60)).await;
@@ -141,6 +166,7 @@ async fn a_holder_renews_without_reading_until_someone_else_writes() {
     assert_eq!(fake.gets.load(Ordering::SeqCst), gets, "no GET while renewing");
     let renewals = fake.resource_version.load(Ordering::SeqCst);
     assert!(renewals > 20, "renewed every retry period: {renewals}");
+    assert_eq!(slow.load(Ordering::SeqCst), 0, "no slow path while the PUTs land");
 
     // Another writer (same holder, a newer version): the fast PUT conflicts, the read settles it.
     let mut lease = fake.lease.lock().await.clone().unwrap();
@@ -149,6 +175,7 @@ async fn a_holder_renews_without_reading_until_someone_else_writes() {
     assert!(e.try_acquire_or_renew().await);
     assert_eq!(fake.gets.load(Ordering::SeqCst), gets + 1);
     assert_eq!(fake.holder().await.as_deref(), Some("me"));
+    assert_eq!(slow.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -193,7 +220,13 @@ async fn one_hung_request_leaves_time_to_renew_in_the_same_round() {
 
 #[tokio::test(start_paused = true)]
 async fn a_lease_held_by_another_is_not_taken_before_it_expires() {
-    let (e, fake) = elector();
+    let slow = Arc::new(AtomicUsize::new(0));
+    let counted = slow.clone();
+    let (e, fake) = elector_with(move |e| {
+        e.on_slow_path(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+    });
     *fake.lease.lock().await = Some(Lease {
         metadata: ObjectMeta {
             name: Some("kcm-rs".into()),
@@ -210,6 +243,7 @@ async fn a_lease_held_by_another_is_not_taken_before_it_expires() {
     tokio::time::sleep(Duration::from_secs(16)).await;
     assert!(e.try_acquire_or_renew().await, "expired by our clock");
     assert_eq!(fake.holder().await.as_deref(), Some("me"));
+    assert_eq!(slow.load(Ordering::SeqCst), 0, "a takeover is not a renewal");
 }
 
 /// The sharded replicas feed every shard's elector from one LIST: an observed record held by another
