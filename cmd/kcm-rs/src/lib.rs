@@ -15,6 +15,7 @@
 #[doc(hidden)]
 pub mod cli;
 mod client;
+mod connect_timeout;
 mod controllers;
 mod duration;
 mod edit;

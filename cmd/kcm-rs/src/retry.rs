@@ -1,8 +1,12 @@
-//! Sending a request again when the API server says to, as client-go's `rest.Request` does: only an
+//! Sending a request again when the API server says to, as client-go's `rest.Request` does: an
 //! answer that carries a `Retry-After` of whole seconds (429, or any 5xx) is retried, after the
-//! seconds it names, at most [`MAX_RETRIES`] times. Each attempt goes down through the client's
-//! token bucket and, sharded, the write fence again (client-go `withRetry.Before` throttles every
-//! retry with the client's rate limiter), so a retry that comes after the shard moved is refused.
+//! seconds it names; so is a GET whose connection was lost under it (a reset, an answer cut short,
+//! a GOAWAY, an unanswered ping: an API server restarting), after one second, as client-go answers
+//! such errors with a made-up `Retry-After: 1`. A write whose connection was lost is not sent again:
+//! it may have been applied. At most [`MAX_RETRIES`] times in all. Each attempt goes down through
+//! the client's token bucket and, sharded, the write fence again (client-go `withRetry.Before`
+//! throttles every retry with the client's rate limiter), so a retry that comes after the shard
+//! moved is refused.
 //!
 //! Why not kube's `RetryPolicy::server_retry`, which kcm-rs used before: it retries 429, 503 and 504
 //! whether the answer says to or not, 15 times with a backoff of its own, and sat in the shared
@@ -25,6 +29,9 @@ use tower::{BoxError, Layer, Service, ServiceExt as _};
 
 /// How often one request is sent again at most (client-go rest: `NewRequest` sets `maxRetries: 10`).
 pub const MAX_RETRIES: u32 = 10;
+/// The wait before a GET goes again after its connection was lost (client-go rest:
+/// `retryAfterResponse`, a `Retry-After` of "1").
+pub const CONNECTION_LOST_WAIT: Duration = Duration::from_secs(1);
 
 /// How long to wait before sending `method` again after `resp`, or `None` when it must not be sent
 /// again: client-go's `checkWait` (429 or 5xx, with `Retry-After` in whole seconds), less a POST
@@ -39,6 +46,51 @@ pub fn retry_after<B>(method: &Method, resp: &Response<B>) -> Option<Duration> {
     }
     let seconds: i64 = resp.headers().get(RETRY_AFTER)?.to_str().ok()?.parse().ok()?;
     Some(Duration::from_secs(u64::try_from(seconds).unwrap_or(0)))
+}
+
+/// How long to wait before sending `method` again after `outcome`, or `None` when it must not be
+/// sent again: [`retry_after`] for an answer; for a failure, [`CONNECTION_LOST_WAIT`] when a GET lost
+/// its connection (client-go retries a GET after `IsConnectionReset`, `IsProbableEOF` and
+/// `IsHTTP2ConnectionLost`, and nothing else; a refused connection sent nothing and is not one).
+fn retry_wait<B>(method: &Method, outcome: &Result<Response<B>, BoxError>) -> Option<Duration> {
+    match outcome {
+        Ok(resp) => retry_after(method, resp),
+        Err(e) => (method == Method::GET && connection_lost(&**e)).then_some(CONNECTION_LOST_WAIT),
+    }
+}
+
+/// Whether `err`, or an error under it, says the connection went away with the request on it.
+pub fn connection_lost(err: &(dyn std::error::Error + 'static)) -> bool {
+    let lost_io = |e: &std::io::Error| {
+        use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+        matches!(
+            e.kind(),
+            ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
+        )
+    };
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && lost_io(io)
+        {
+            return true;
+        }
+        if let Some(h) = e.downcast_ref::<hyper::Error>()
+            && (h.is_incomplete_message() || h.is_canceled() || h.is_timeout())
+        {
+            return true;
+        }
+        // h2's errors name no source: the I/O error is read off them.
+        if let Some(h2) = e.downcast_ref::<h2::Error>()
+            && (h2.is_go_away()
+                || h2.reason() == Some(h2::Reason::REFUSED_STREAM)
+                || h2.get_io().is_some_and(lost_io))
+        {
+            return true;
+        }
+        next = e.source();
+    }
+    false
 }
 
 /// Adds [`Retry`] to a client.
@@ -97,32 +149,39 @@ where
         let max_retries = self.max_retries;
         Box::pin(async move {
             let mut again = copy(&req);
-            let mut resp = svc.call(req).await.map_err(Into::into)?;
+            let mut outcome = svc.call(req).await.map_err(Into::into);
             for attempt in 1..=max_retries {
                 let Some(next) = again.take() else { break };
-                let Some(wait) = retry_after(next.method(), &resp) else {
+                let Some(wait) = retry_wait(next.method(), &outcome) else {
                     break;
                 };
-                tracing::debug!(
-                    method = %next.method(),
-                    path = next.uri().path(),
-                    status = resp.status().as_u16(),
-                    ?wait,
-                    attempt,
-                    "the API server asked to retry"
-                );
-                drop(resp);
+                match &outcome {
+                    Ok(resp) => tracing::debug!(
+                        method = %next.method(),
+                        path = next.uri().path(),
+                        status = resp.status().as_u16(),
+                        ?wait,
+                        attempt,
+                        "the API server asked to retry"
+                    ),
+                    Err(e) => tracing::debug!(
+                        method = %next.method(),
+                        path = next.uri().path(),
+                        ?wait,
+                        attempt,
+                        "the connection was lost, retrying: {e}"
+                    ),
+                }
+                drop(outcome);
                 tokio::time::sleep(wait).await;
                 again = copy(&next);
-                resp = svc
-                    .ready()
-                    .await
-                    .map_err(Into::into)?
-                    .call(next)
-                    .await
-                    .map_err(Into::into)?;
+                let ready = svc.ready().await.map_err(Into::into);
+                outcome = match ready {
+                    Ok(ready) => ready.call(next).await.map_err(Into::into),
+                    Err(e) => Err(e),
+                };
             }
-            Ok(resp)
+            outcome
         })
     }
 }

@@ -1,7 +1,7 @@
 //! The retry rules, alone and through a controller client against a local server that answers from
 //! a script: what is sent again, how often, through the token bucket and the write fence.
 
-use std::{convert::Infallible, net::SocketAddr, sync::Arc, time::Duration};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use hyper_util::{rt::TokioIo, server::conn::auto};
@@ -61,7 +61,11 @@ struct Script {
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
-/// Answers the i-th request with `script[i]` (the last entry for every later one), after `delay`.
+/// A status in a script that closes the connection instead of answering.
+const HANG_UP: u16 = 0;
+
+/// Answers the i-th request with `script[i]` (the last entry for every later one), after `delay`;
+/// [`HANG_UP`] closes the connection without an answer.
 async fn serve(script: Vec<(u16, Option<&'static str>)>, delay: Duration) -> Script {
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
         .await
@@ -85,13 +89,16 @@ async fn serve(script: Vec<(u16, Option<&'static str>)>, delay: Duration) -> Scr
                         };
                         tokio::time::sleep(delay).await;
                         let (status, header) = script[n.min(script.len() - 1)];
+                        if status == HANG_UP {
+                            return Err(std::io::Error::other("hang up"));
+                        }
                         let mut resp = Response::new("{}".to_owned());
                         *resp.status_mut() = StatusCode::from_u16(status).unwrap();
                         if let Some(v) = header {
                             resp.headers_mut()
                                 .insert(RETRY_AFTER, HeaderValue::from_static(v));
                         }
-                        Ok::<_, Infallible>(resp)
+                        Ok::<_, std::io::Error>(resp)
                     }
                 });
                 let _ = auto::Builder::new(hyper_util::rt::TokioExecutor::new())
@@ -162,6 +169,54 @@ async fn a_create_answered_504_is_never_sent_again_and_a_read_is_when_told() {
         .unwrap();
     send(&client, Method::GET).await.unwrap();
     assert_eq!(server.seen.lock().len(), 3);
+}
+
+/// client-go retries a GET whose connection was lost (an API server restarting) after a second, and
+/// never a write: it may have been applied before the connection went.
+#[tokio::test]
+async fn a_read_whose_connection_was_lost_is_sent_again_and_a_write_is_not() {
+    let server = serve(vec![(HANG_UP, None), (200, None)], Duration::ZERO).await;
+    let client = clients(&server, 1000.0, 1000)
+        .client_for("replicaset-controller")
+        .unwrap();
+    send(&client, Method::GET).await.unwrap();
+    let seen = server.seen.lock().clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen[1].2 - seen[0].2 >= CONNECTION_LOST_WAIT, "{seen:?}");
+
+    let server = serve(vec![(HANG_UP, None), (201, None)], Duration::ZERO).await;
+    let client = clients(&server, 1000.0, 1000)
+        .client_for("replicaset-controller")
+        .unwrap();
+    assert!(send(&client, Method::POST).await.is_err());
+    assert_eq!(server.seen.lock().len(), 1, "a write is not sent twice");
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("wrapped")]
+struct Wrapped(#[source] Box<dyn std::error::Error + Send + Sync>);
+
+#[test]
+fn lost_connections_are_told_from_other_failures() {
+    use std::io::{Error, ErrorKind};
+    let lost: Vec<Box<dyn std::error::Error + Send + Sync>> = vec![
+        Box::new(Error::from(ErrorKind::ConnectionReset)),
+        Box::new(Error::from(ErrorKind::UnexpectedEof)),
+        Box::new(Wrapped(Box::new(Error::from(ErrorKind::BrokenPipe)))),
+        Box::new(h2::Error::from(h2::Reason::REFUSED_STREAM)),
+    ];
+    for e in &lost {
+        assert!(connection_lost(&**e), "{e:?}");
+    }
+    let not: Vec<Box<dyn std::error::Error + Send + Sync>> = vec![
+        Box::new(Error::from(ErrorKind::ConnectionRefused)),
+        Box::new(Error::from(ErrorKind::InvalidData)),
+        Box::new(Wrapped(Box::new(Error::from(ErrorKind::TimedOut)))),
+        Box::new(h2::Error::from(h2::Reason::PROTOCOL_ERROR)),
+    ];
+    for e in &not {
+        assert!(!connection_lost(&**e), "{e:?}");
+    }
 }
 
 #[tokio::test]

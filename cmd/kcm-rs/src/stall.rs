@@ -8,7 +8,8 @@
 //! a heartbeat task notes the monotonic clock (which runs on while the process is stopped) every
 //! [`HEARTBEAT`]; a connection about to write that finds the last beat older than [`STALL_LIMIT`],
 //! or that was opened before the last stall the heartbeat saw, fails the write and so closes. Every
-//! request on it fails, unsent, and the controllers retry through the fence, which by then refuses
+//! request on it fails, unsent (hyper's own resend of such requests on a new connection is off for
+//! this transport: `transport::shared`), and the controllers retry through the fence, which by then refuses
 //! what is no longer this replica's. Whichever of the two tasks runs first after the stall, the bytes
 //! do not leave. Informers re-watch from their resourceVersion on a new connection, as after any
 //! dropped connection.

@@ -7,21 +7,27 @@
 //! both sides, and every client kept its own idle ones. This module builds the layers kube builds
 //! (base URI, credentials, extra headers, over a rustls connector made from the same configuration)
 //! around a hyper client that offers `h2` by ALPN, falls back to HTTP/1.1 where the server does not
-//! take it, and checks an HTTP/2 connection's health with pings as client-go does. It has no retry:
-//! each client retries above its token bucket and write fence (`crate::retry`).
+//! take it, checks an HTTP/2 connection's health with pings as client-go does, and bounds a
+//! connection's set-up (`crate::connect_timeout`). Retries live above each client's token bucket and
+//! write fence (`crate::retry`); the one hyper makes itself, of a request it took back unsent from a
+//! connection that closed, is off for a sharded replica's transport, whose stalled connections must
+//! fail every request they hold (`crate::stall`).
 
 use std::time::Duration;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
-use hyper_rustls::{FixedServerNameResolver, HttpsConnector, HttpsConnectorBuilder};
+use hyper_rustls::{FixedServerNameResolver, HttpsConnectorBuilder};
 use hyper_util::{
     client::legacy::{Client as HyperClient, connect::HttpConnector},
     rt::{TokioExecutor, TokioTimer},
 };
 use kube::client::{Body, ConfigExt as _};
 
-use crate::stall::StallGuard;
+use crate::{
+    connect_timeout::{CONNECT_TIMEOUT, ConnectTimeout},
+    stall::StallGuard,
+};
 use rustls::pki_types::{InvalidDnsNameError, ServerName};
 use tower::{BoxError, ServiceBuilder, ServiceExt as _, util::BoxCloneSyncService};
 
@@ -81,8 +87,14 @@ pub fn shared(config: &kube::Config, stall: Option<&StallGuard>) -> Result<Trans
     // ALPN offers h2, then http/1.1.
     let builder = builder.enable_http1().enable_http2();
     let client = match stall {
-        None => BoxCloneSyncService::new(hyper_client(builder.wrap_connector(http))),
-        Some(guard) => BoxCloneSyncService::new(hyper_client(builder.wrap_connector(guard.connector(http)))),
+        None => {
+            let https = ConnectTimeout::new(builder.wrap_connector(http), CONNECT_TIMEOUT);
+            BoxCloneSyncService::new(hyper_client(https, true))
+        }
+        Some(guard) => {
+            let https = ConnectTimeout::new(builder.wrap_connector(guard.connector(http)), CONNECT_TIMEOUT);
+            BoxCloneSyncService::new(hyper_client(https, false))
+        }
     };
 
     let service = ServiceBuilder::new()
@@ -93,18 +105,20 @@ pub fn shared(config: &kube::Config, stall: Option<&StallGuard>) -> Result<Trans
     Ok(BoxCloneSyncService::new(service.map_err(BoxError::from)))
 }
 
-/// The hyper client over `https`, with client-go's HTTP/2 settings.
+/// The hyper client over `https`, with client-go's HTTP/2 settings; `resend_unsent`: whether hyper
+/// sends again, on a new connection, a request it took back unsent from one that closed.
 fn hyper_client<C>(
-    https: HttpsConnector<C>,
+    https: C,
+    resend_unsent: bool,
 ) -> impl tower::Service<Request<Body>, Response = Response<Incoming>, Error = BoxError, Future: Send>
 + Clone
 + Send
 + Sync
 + 'static
 where
-    HttpsConnector<C>: hyper_util::client::legacy::connect::Connect + Clone + Send + Sync + 'static,
+    C: hyper_util::client::legacy::connect::Connect + Clone + Send + Sync + 'static,
 {
-    let client: HyperClient<HttpsConnector<C>, Body> = HyperClient::builder(TokioExecutor::new())
+    let client: HyperClient<C, Body> = HyperClient::builder(TokioExecutor::new())
         .timer(TokioTimer::new())
         .pool_timer(TokioTimer::new())
         .http2_keep_alive_interval(HTTP2_READ_IDLE_TIMEOUT)
@@ -112,6 +126,7 @@ where
         .http2_keep_alive_while_idle(true)
         .http2_initial_stream_window_size(HTTP2_STREAM_WINDOW)
         .http2_initial_connection_window_size(HTTP2_CONNECTION_WINDOW)
+        .retry_canceled_requests(resend_unsent)
         .build(https);
     client.map_err(BoxError::from)
 }
