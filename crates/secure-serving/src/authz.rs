@@ -4,8 +4,9 @@
 //! a SubjectAccessReview for the non-resource URL and the lower-cased HTTP method (`get /metrics`),
 //! its answer cached for `--authorization-webhook-cache-authorized-ttl` or `-unauthorized-ttl`.
 //!
-//! A review that fails (the API server unreachable) is not cached and answers 500, as upstream's
-//! authorization filter does; the controllers never wait on it.
+//! A review that fails (the API server unreachable, or no answer within [`ACCESS_REVIEW_TIMEOUT`])
+//! is not cached and answers 500, as upstream's authorization filter does; the controllers never
+//! wait on it.
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
@@ -20,6 +21,10 @@ use crate::{authn::UserInfo, ttl_cache::TtlCache};
 /// Groups that skip authorization (k8s.io/apiserver `NewDelegatingAuthorizationOptions`): the API
 /// server would allow `system:masters` anything anyway.
 pub const ALWAYS_ALLOW_GROUPS: &[&str] = &["system:masters"];
+
+/// How long a SubjectAccessReview may take (k8s.io/apiserver `DelegatingAuthorizationOptions`:
+/// `ClientTimeout`, 10 s).
+pub const ACCESS_REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An authorizer's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,7 +169,9 @@ impl Authorizer {
         let review = match self.cache.get(&key) {
             Some(r) => r,
             None => {
-                let r = reviewer.review(user, verb, path).await?;
+                let r = tokio::time::timeout(ACCESS_REVIEW_TIMEOUT, reviewer.review(user, verb, path))
+                    .await
+                    .unwrap_or_else(|_| Err(format!("no answer within {ACCESS_REVIEW_TIMEOUT:?}")))?;
                 let ttl = if r.allowed {
                     self.allowed_ttl
                 } else {

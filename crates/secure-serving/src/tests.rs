@@ -26,7 +26,8 @@ use crate::{
     filter::{Guard, filter},
 };
 
-/// Tokens: "good-<user>" authenticates <user>; "broken" fails the review; anything else is rejected.
+/// Tokens: "good-<user>" authenticates <user>; "broken" fails the review; "hang" never gets an
+/// answer; anything else is rejected.
 #[derive(Default)]
 struct Tokens {
     calls: AtomicUsize,
@@ -43,13 +44,14 @@ impl TokenReviewer for Tokens {
                     ..UserInfo::default()
                 })),
                 None if token == "broken" => Err("connection refused".into()),
+                None if token == "hang" => std::future::pending().await,
                 None => Ok(Review::Rejected { error: None }),
             }
         })
     }
 }
 
-/// Access: "alice" may get /metrics; "flaky" makes the review fail.
+/// Access: "alice" may get /metrics; "flaky" makes the review fail; "stuck" gets no answer.
 #[derive(Default)]
 struct Access {
     calls: AtomicUsize,
@@ -66,6 +68,9 @@ impl AccessReviewer for Access {
         Box::pin(async move {
             if user.name == "flaky" {
                 return Err("the server is currently unable to handle the request".into());
+            }
+            if user.name == "stuck" {
+                std::future::pending::<()>().await;
             }
             Ok(AccessReview {
                 allowed: user.name == "alice" && verb == "get" && path == "/metrics",
@@ -305,6 +310,28 @@ async fn access_reviews_are_cached_per_answer() {
         5,
         "a failed review is not cached"
     );
+}
+
+/// An API server that takes the reviews and never answers holds a scrape for the reviews' timeout
+/// (apiserver's 10 s), then the request fails as if the review had: 401, or 500 for an access
+/// review, and nothing is cached.
+#[tokio::test(start_paused = true)]
+async fn a_review_without_an_answer_fails_after_its_timeout() {
+    use crate::{authn::TOKEN_REVIEW_TIMEOUT, authz::ACCESS_REVIEW_TIMEOUT};
+    let f = fixture();
+    let started = tokio::time::Instant::now();
+    assert_eq!(
+        f.get("/healthz", Some("hang"), None).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(started.elapsed(), TOKEN_REVIEW_TIMEOUT);
+    let started = tokio::time::Instant::now();
+    let (code, body) = f.get("/metrics", Some("good-stuck"), None).await;
+    assert_eq!(code, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(body.contains("no answer within 10s"), "{body}");
+    assert_eq!(started.elapsed(), ACCESS_REVIEW_TIMEOUT);
+    f.get("/metrics", Some("good-stuck"), None).await;
+    assert_eq!(f.access.calls.load(Ordering::SeqCst), 2, "not cached");
 }
 
 #[test]

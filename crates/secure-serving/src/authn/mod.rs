@@ -24,7 +24,7 @@ pub use client_ca_source::{
     ClientCaSource, DynamicClientCa,
 };
 pub use client_cert::{ClientCa, PeerCertificates};
-pub use token::{Review, TokenAuthenticator, TokenReviewer, bearer_token};
+pub use token::{Review, TOKEN_REVIEW_TIMEOUT, TokenAuthenticator, TokenReviewer, bearer_token};
 pub use user::{ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS, UserInfo};
 
 /// Why a request's credentials were refused (401). The message is logged, never sent.

@@ -3,7 +3,9 @@
 //! As the API server's delegating authenticator: a token the review accepts is cached for
 //! `--authentication-token-webhook-cache-ttl`, one it rejects without an error as long; a review
 //! that errs (the API server unreachable, or a rejection that carries an error) is not cached, so
-//! the next request asks again. Tokens are cached under their SHA-256, never in the clear.
+//! the next request asks again, and so is one with no answer within [`TOKEN_REVIEW_TIMEOUT`], so
+//! that an API server that hangs cannot hold a scrape for ever. Tokens are cached under their
+//! SHA-256, never in the clear.
 
 use std::{sync::Arc, time::Duration};
 
@@ -25,6 +27,10 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     let token = parts.next()?;
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
+
+/// How long a TokenReview may take (k8s.io/apiserver `DelegatingAuthenticationOptions`:
+/// `TokenRequestTimeout`, 10 s).
+pub const TOKEN_REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a TokenReview said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,10 +114,9 @@ impl TokenAuthenticator {
         let review = match self.cache.get(&key) {
             Some(r) => r,
             None => {
-                let r = self
-                    .reviewer
-                    .review(token)
+                let r = tokio::time::timeout(TOKEN_REVIEW_TIMEOUT, self.reviewer.review(token))
                     .await
+                    .unwrap_or_else(|_| Err(format!("no answer within {TOKEN_REVIEW_TIMEOUT:?}")))
                     .map_err(AuthnError::TokenReview)?;
                 if !matches!(r, Review::Rejected { error: Some(_) }) {
                     self.cache.insert(key, r.clone(), self.ttl);
