@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 
 use super::{
     INITIAL_EVENTS_END_ANNOTATION, LIST_PAGE_SIZE, Reflector, ReflectorError, ReflectorEvent, Sink, Snapshot,
-    errors::{is_expired, is_expired_status, is_watch_list_refused},
+    errors::{is_expired, is_expired_status, is_retriable, is_watch_list_refused},
 };
 use crate::{key::ObjectKey, listwatch::WatchStream};
 
@@ -73,42 +73,59 @@ where
 
     /// A streaming list: a watch with `sendInitialEvents=true` whose initial events end at a bookmark
     /// annotated `k8s.io/initial-events-end: "true"`. Sends the snapshot as one `Replace` and returns
-    /// the still-open stream, which then serves as the watch. `Ok(None)` means the server refused the
-    /// request or the stream ended early: fall back to LIST for this attempt.
+    /// the still-open stream, which then serves as the watch. As client-go's: a resourceVersion too
+    /// old or too new is dropped and the streaming list asked again at once, throttling or a refused
+    /// connection waits the reflector's backoff first, and any other failure (the server without the
+    /// feature among them) answers `Ok(None)`: LIST for this attempt, rather than no progress. So does
+    /// a stream that ends before its bookmark.
     pub(super) async fn watch_list(
         &mut self,
         sink: &Sink<K>,
     ) -> Result<Option<WatchStream<K>>, ReflectorError> {
-        let rv = if self.last_rv_unavailable {
-            String::new()
-        } else {
-            self.last_sync_rv.clone()
-        };
-        let mut wp = WatchParams::streaming_lists().timeout(Self::watch_timeout());
-        wp.label_selector.clone_from(&self.config.label_selector);
-        wp.field_selector.clone_from(&self.config.field_selector);
-        self.config.metrics.watch();
-        let mut stream: WatchStream<K> = match self.api.watch(&wp, &rv).await {
-            Ok(s) => s,
-            Err(e) if is_expired(&e) => {
-                self.last_rv_unavailable = true;
-                return Err(ReflectorError::Expired {
-                    resource: self.resource.clone(),
-                    resource_version: rv,
-                });
+        loop {
+            let rv = if self.last_rv_unavailable {
+                String::new()
+            } else {
+                self.last_sync_rv.clone()
+            };
+            let mut wp = WatchParams::streaming_lists().timeout(Self::watch_timeout());
+            wp.label_selector.clone_from(&self.config.label_selector);
+            wp.field_selector.clone_from(&self.config.field_selector);
+            self.config.metrics.watch();
+            match self.api.watch(&wp, &rv).await {
+                Ok(stream) => match self.stream_snapshot(stream, &rv, sink).await {
+                    Streamed::Done(stream) => return Ok(Some(stream)),
+                    Streamed::Fallback => return Ok(None),
+                    Streamed::Expired => self.last_rv_unavailable = true,
+                },
+                // A consistent snapshot needs no resourceVersion; one expired without it is not
+                // asked again at once.
+                Err(e) if is_expired(&e) && rv.is_empty() => {
+                    return Err(ReflectorError::Expired {
+                        resource: self.resource.clone(),
+                        resource_version: rv,
+                    });
+                }
+                Err(e) if is_expired(&e) => self.last_rv_unavailable = true,
+                Err(e) if is_retriable(&e) => {
+                    self.config.metrics.watch_error();
+                    tracing::info!(resource = %self.resource, "streaming list refused ({e}); retrying after a backoff");
+                    tokio::time::sleep(self.backoff.next_delay()).await;
+                }
+                Err(e) => {
+                    if !is_watch_list_refused(&e) {
+                        self.config.metrics.watch_error();
+                    }
+                    tracing::info!(resource = %self.resource, "streaming list failed ({e}); falling back to LIST");
+                    return Ok(None);
+                }
             }
-            Err(e) if is_watch_list_refused(&e) => {
-                tracing::info!(resource = %self.resource, "streaming list refused ({e}); falling back to LIST");
-                return Ok(None);
-            }
-            Err(source) => {
-                self.config.metrics.watch_error();
-                return Err(ReflectorError::Watch {
-                    resource: self.resource.clone(),
-                    source,
-                });
-            }
-        };
+        }
+    }
+
+    /// Reads a streaming list's initial events up to its end bookmark, then sends them as one
+    /// `Replace`.
+    async fn stream_snapshot(&mut self, mut stream: WatchStream<K>, rv: &str, sink: &Sink<K>) -> Streamed<K> {
         let mut snapshot = Snapshot::new();
         while let Some(event) = stream.next().await {
             match event {
@@ -136,27 +153,34 @@ where
                             objects: snapshot,
                             resource_version,
                         });
-                        return Ok(Some(stream));
+                        return Streamed::Done(stream);
                     }
                 }
-                Ok(WatchEvent::Error(s)) if is_expired_status(s.code, &s.reason, &s.message) => {
-                    self.last_rv_unavailable = true;
-                    return Err(ReflectorError::Expired {
-                        resource: self.resource.clone(),
-                        resource_version: rv,
-                    });
+                Ok(WatchEvent::Error(s))
+                    if is_expired_status(s.code, &s.reason, &s.message) && !rv.is_empty() =>
+                {
+                    return Streamed::Expired;
                 }
                 Ok(WatchEvent::Error(s)) => {
                     tracing::info!(resource = %self.resource, "streaming list failed ({} {}); falling back to LIST", s.code, s.message);
-                    return Ok(None);
+                    return Streamed::Fallback;
                 }
                 Err(e) => {
                     tracing::info!(resource = %self.resource, "streaming list broke off ({e}); falling back to LIST");
-                    return Ok(None);
+                    return Streamed::Fallback;
                 }
             }
         }
         tracing::info!(resource = %self.resource, "streaming list ended before its initial-events-end bookmark; falling back to LIST");
-        Ok(None)
+        Streamed::Fallback
     }
+}
+
+/// How a streaming list's initial events ended.
+enum Streamed<K> {
+    /// At the end bookmark: the stream goes on as the watch.
+    Done(WatchStream<K>),
+    /// The resourceVersion asked for is no longer (or not yet) served: ask again without one.
+    Expired,
+    Fallback,
 }

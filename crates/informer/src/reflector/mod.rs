@@ -8,6 +8,7 @@
 //! bookmarks on and a server-side timeout drawn from 5-10 minutes so that many reflectors do not
 //! reconnect in step.
 
+mod backoff;
 mod errors;
 mod list;
 mod watch;
@@ -15,11 +16,10 @@ mod watch;
 use std::{sync::Arc, time::Duration};
 
 use ahash::AHashMap;
-use backon::{BackoffBuilder as _, ExponentialBackoff, ExponentialBuilder};
 use kube::Resource;
 use rand::Rng as _;
 use serde::de::DeserializeOwned;
-use tokio::{sync::mpsc, time::Instant};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use errors::ReflectorError;
@@ -35,7 +35,8 @@ use crate::{
 pub const BACKOFF_INITIAL: Duration = Duration::from_millis(800);
 /// Longest retry delay (client-go: 30 s), which keeps an unhealthy apiserver at ~0.22 QPS per reflector.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
-/// The backoff starts over after this long without failures (client-go: 2 minutes).
+/// The backoff starts over this long after it last started (client-go: `defaultBackoffReset`, 2
+/// minutes).
 pub const BACKOFF_RESET: Duration = Duration::from_secs(120);
 /// Server-side watch timeouts are drawn from [MIN, 2*MIN) (client-go `defaultMinWatchTimeout`).
 pub const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
@@ -115,6 +116,8 @@ pub struct Reflector<K> {
     last_sync_rv: String,
     /// Set after an Expired / too-large answer: the next list must be a consistent read (RV "").
     last_rv_unavailable: bool,
+    /// One backoff for relists and refused watches alike, as client-go's reflector has.
+    backoff: backoff::Backoff,
 }
 
 impl<K> std::fmt::Debug for Reflector<K> {
@@ -147,6 +150,7 @@ where
             config,
             last_sync_rv: String::new(),
             last_rv_unavailable: false,
+            backoff: backoff::Backoff::new(),
         }
     }
 
@@ -158,8 +162,6 @@ where
     /// Runs until `cancel` fires or `sink` closes. Errors are logged and retried with backoff; a
     /// cancelled reflector stops quietly, with no error logged.
     pub async fn run(mut self, sink: Sink<K>, cancel: CancellationToken) {
-        let mut backoff = new_backoff();
-        let mut last_failure: Option<Instant> = None;
         loop {
             let result = tokio::select! {
                 biased;
@@ -175,12 +177,7 @@ where
             } else {
                 tracing::warn!(resource = %self.resource, "{err}");
             }
-            let now = Instant::now();
-            if last_failure.is_some_and(|t| now - t > BACKOFF_RESET) {
-                backoff = new_backoff();
-            }
-            last_failure = Some(now);
-            let delay = backoff.next().unwrap_or(BACKOFF_MAX);
+            let delay = self.backoff.next_delay();
             tokio::select! {
                 () = cancel.cancelled() => return,
                 () = tokio::time::sleep(delay) => {}
@@ -239,16 +236,6 @@ where
         }
         obj
     }
-}
-
-fn new_backoff() -> ExponentialBackoff {
-    ExponentialBuilder::default()
-        .with_min_delay(BACKOFF_INITIAL)
-        .with_max_delay(BACKOFF_MAX)
-        .with_factor(2.0)
-        .with_jitter()
-        .without_max_times()
-        .build()
 }
 
 #[cfg(test)]

@@ -201,6 +201,45 @@ async fn refused_streaming_list_falls_back_to_list() {
     cancel.cancel();
 }
 
+/// client-go falls back to LIST at once on any streaming-list failure but throttling, a refused
+/// connection or an expired resourceVersion: progress rather than a backoff and the same request.
+#[tokio::test(start_paused = true)]
+async fn a_failing_streaming_list_falls_back_to_list_at_once() {
+    let api = FakeApi::default();
+    api.watch_answer(Answer::Json(500, status(500, "InternalError", "etcd is sad")));
+    api.list_pods("7", &[pod("ns", "a", "7")]);
+    let (mut rx, cancel) = start(&api, true);
+    let t0 = tokio::time::Instant::now();
+    assert_eq!(describe(&next(&mut rx).await), "replace@7 [\"a\"]");
+    assert_eq!(t0.elapsed(), Duration::ZERO, "no backoff");
+    let reqs = api.requests();
+    assert!(
+        reqs[0].starts_with("WATCH") && reqs[1].starts_with("LIST"),
+        "{reqs:?}"
+    );
+    cancel.cancel();
+}
+
+/// A throttled streaming list is asked again after the reflector's backoff, still streaming.
+#[tokio::test(start_paused = true)]
+async fn a_throttled_streaming_list_is_asked_again_after_a_backoff() {
+    let api = FakeApi::default();
+    api.watch_answer(Answer::Json(429, status(429, "TooManyRequests", "slow down")));
+    let w = api.watch();
+    let (mut rx, cancel) = start(&api, true);
+    w.send(event("ADDED", pod("ns", "a", "7"))).unwrap();
+    w.send(bookmark("8", true)).unwrap();
+    let t0 = tokio::time::Instant::now();
+    assert_eq!(describe(&next(&mut rx).await), "replace@8 [\"a\"]");
+    assert!(t0.elapsed() >= BACKOFF_INITIAL, "waited {:?}", t0.elapsed());
+    let reqs = api.requests();
+    assert!(
+        reqs.len() == 2 && reqs.iter().all(|r| r.starts_with("WATCH")),
+        "{reqs:?}"
+    );
+    cancel.cancel();
+}
+
 #[tokio::test(start_paused = true)]
 async fn list_errors_back_off_and_retry() {
     let api = FakeApi::default();

@@ -36,7 +36,6 @@ where
         sink: &Sink<K>,
         cancel: &CancellationToken,
     ) -> Result<Ended, ReflectorError> {
-        let mut retry_backoff = super::new_backoff();
         loop {
             let stream = match first.take() {
                 Some(s) => s,
@@ -56,7 +55,7 @@ where
                         Err(e) if is_retriable(&e) => {
                             self.config.metrics.watch_error();
                             tracing::info!(resource = %self.resource, "watch refused ({e}); retrying without relist");
-                            let delay = retry_backoff.next().unwrap_or(super::BACKOFF_MAX);
+                            let delay = self.backoff.next_delay();
                             tokio::select! {
                                 () = cancel.cancelled() => return Ok(Ended::Cancelled),
                                 () = tokio::time::sleep(delay) => continue,
