@@ -23,11 +23,12 @@ pub trait MetricsProvider: Send + Sync + 'static {
 /// `workqueue_work_duration_seconds`, `workqueue_unfinished_work_seconds`,
 /// `workqueue_longest_running_processor_seconds` and `workqueue_retries_total`.
 pub trait QueueMetrics: Send + Sync + 'static {
-    /// An item entered the queue; `depth` is the queue length after it.
+    /// An item was added; `depth` is how many items wait to be processed after it (client-go's:
+    /// those queued, and those in progress that were added again and will be queued when done).
     fn add(&self, depth: usize) {
         let _ = depth;
     }
-    /// A worker took an item that waited `queued_for`; `depth` is the queue length after it.
+    /// A worker took an item that waited `queued_for`; `depth` as for [`QueueMetrics::add`].
     fn get(&self, depth: usize, queued_for: Duration) {
         let _ = (depth, queued_for);
     }

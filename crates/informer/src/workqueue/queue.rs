@@ -121,12 +121,14 @@ impl<T: QueueItem> Queue<T> {
         }
         s.dirty.insert(item.clone());
         s.added_at.insert(item.clone(), Instant::now());
+        // Counted now, re-queued by `done` or not: client-go's depth is every item waiting to be
+        // processed, the ones in progress and added again included.
+        self.shared.metrics.add(s.dirty.len());
         if s.processing.contains_key(&item) {
             // `done` will queue it again.
             return;
         }
         s.queue.push_back(item);
-        self.shared.metrics.add(s.queue.len());
         drop(s);
         self.shared.item_ready.notify_one();
     }
@@ -158,7 +160,7 @@ impl<T: QueueItem> Queue<T> {
         s.dirty.remove(&item);
         let queued_for = s.added_at.remove(&item).map_or(Duration::ZERO, |t| now - t);
         s.processing.insert(item.clone(), now);
-        self.shared.metrics.get(s.queue.len(), queued_for);
+        self.shared.metrics.get(s.dirty.len(), queued_for);
         let more = !s.queue.is_empty();
         drop(s);
         if more {
@@ -176,7 +178,6 @@ impl<T: QueueItem> Queue<T> {
         }
         if s.dirty.contains(item) {
             s.queue.push_back(item.clone());
-            self.shared.metrics.add(s.queue.len());
             drop(s);
             self.shared.item_ready.notify_one();
         } else if s.processing.is_empty() {

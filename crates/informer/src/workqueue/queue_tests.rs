@@ -30,6 +30,37 @@ async fn item_added_while_processing_is_requeued_by_done_only() {
     assert!(q.try_get().is_none());
 }
 
+/// Adds and depth as the metrics see them.
+#[derive(Default)]
+struct Counted(parking_lot::Mutex<(usize, usize)>);
+
+impl QueueMetrics for Counted {
+    fn add(&self, depth: usize) {
+        let mut c = self.0.lock();
+        *c = (c.0 + 1, depth);
+    }
+    fn get(&self, depth: usize, _: Duration) {
+        self.0.lock().1 = depth;
+    }
+}
+
+/// client-go counts an item added again while in progress when it is added, and keeps it in the
+/// depth until a worker takes it again: `workqueue_depth` shows work waiting behind a busy key.
+#[tokio::test]
+async fn an_item_added_while_processing_counts_at_once() {
+    let counted = Arc::new(Counted::default());
+    let q = Queue::with_metrics(counted.clone());
+    q.add("a");
+    let a = q.get().await.unwrap();
+    assert_eq!(*counted.0.lock(), (1, 0));
+    q.add("a");
+    assert_eq!(*counted.0.lock(), (2, 1), "counted and waiting");
+    q.done(&a);
+    assert_eq!(*counted.0.lock(), (2, 1), "queued again, not counted twice");
+    assert_eq!(q.try_get(), Some("a"));
+    assert_eq!(*counted.0.lock(), (2, 0));
+}
+
 #[tokio::test]
 async fn waiting_getter_is_woken_by_add() {
     let q = Queue::new();
