@@ -332,7 +332,9 @@ impl Edit for SetUserAgent {
 }
 
 /// Waits for a token in `poll_ready`, so no request is sent beyond the rate. A clone shares the
-/// bucket but has taken no token.
+/// bucket but has taken no token. The first attempt of a watch uses none (`retry::unthrottled`, as
+/// client-go): the token taken for it stays for the next request, so a run of watches waits for
+/// one token at most, where client-go's wait for none.
 pub struct Qps<S> {
     inner: S,
     limiter: Arc<DefaultDirectRateLimiter>,
@@ -386,7 +388,9 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        self.permitted = false;
+        if !crate::retry::unthrottled(&req) {
+            self.permitted = false;
+        }
         self.inner.call(req)
     }
 }

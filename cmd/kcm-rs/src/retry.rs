@@ -93,6 +93,20 @@ pub fn connection_lost(err: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// Marks an attempt after the first, which the token bucket throttles even for a watch.
+#[derive(Debug, Clone, Copy)]
+pub struct Retried;
+
+/// Whether `req` is the first attempt of a watch, which client-go sends without waiting for the
+/// client's rate limiter (`Request.Watch` skips `tryThrottle`; its retries do wait): an informer's
+/// watches, streaming lists among them, never queue behind throttled requests.
+pub fn unthrottled<B>(req: &Request<B>) -> bool {
+    let watch = req.uri().query().is_some_and(|q| {
+        form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "watch" && (v == "true" || v == "1"))
+    });
+    watch && req.extensions().get::<Retried>().is_none()
+}
+
 /// Adds [`Retry`] to a client.
 #[derive(Debug, Clone, Copy)]
 pub struct RetryLayer {
@@ -143,13 +157,20 @@ where
     }
 
     fn call(&mut self, req: Request<Body>) -> Self::Future {
-        // The first attempt uses the service made ready by `poll_ready`; this one keeps a fresh clone.
-        let fresh = self.inner.clone();
-        let mut svc = std::mem::replace(&mut self.inner, fresh);
+        let mut again = copy(&req);
+        // The first attempt uses the service made ready by `poll_ready`. A watch's takes no token,
+        // so that service keeps the one it holds for the next request, and the retries use a
+        // fresh clone; otherwise this one keeps the fresh clone.
+        let (first, mut svc) = if unthrottled(&req) {
+            (self.inner.call(req), self.inner.clone())
+        } else {
+            let fresh = self.inner.clone();
+            let mut svc = std::mem::replace(&mut self.inner, fresh);
+            (svc.call(req), svc)
+        };
         let max_retries = self.max_retries;
         Box::pin(async move {
-            let mut again = copy(&req);
-            let mut outcome = svc.call(req).await.map_err(Into::into);
+            let mut outcome = first.await.map_err(Into::into);
             for attempt in 1..=max_retries {
                 let Some(next) = again.take() else { break };
                 let Some(wait) = retry_wait(next.method(), &outcome) else {
@@ -174,6 +195,8 @@ where
                 }
                 drop(outcome);
                 tokio::time::sleep(wait).await;
+                let mut next = next;
+                next.extensions_mut().insert(Retried);
                 again = copy(&next);
                 let ready = svc.ready().await.map_err(Into::into);
                 outcome = match ready {

@@ -248,6 +248,50 @@ async fn every_attempt_takes_a_token() {
     assert!(span >= Duration::from_millis(450), "{span:?}");
 }
 
+async fn send_to(client: &kube::Client, method: Method, uri: &str) -> Result<String, kube::Error> {
+    let req = Request::builder()
+        .method(method)
+        .uri(uri)
+        .body(b"{}".to_vec())
+        .unwrap();
+    client.request_text(req).await
+}
+
+/// client-go throttles no watch's first attempt: at 1 request a second with a burst of 1, three
+/// watches and then a create go out at once (the one token taken before the first watch is the
+/// create's); a watch retried after 429 waits for a token.
+#[tokio::test]
+async fn a_watch_takes_no_token_but_its_retry_does() {
+    let server = serve(vec![(200, None)], Duration::ZERO).await;
+    let client = clients(&server, 1.0, 1).client_for("shared-informers").unwrap();
+    let started = Instant::now();
+    for _ in 0..3 {
+        send_to(
+            &client,
+            Method::GET,
+            &format!("{PODS}?watch=true&timeoutSeconds=300"),
+        )
+        .await
+        .unwrap();
+    }
+    send(&client, Method::POST).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.seen.lock().len(), 4);
+
+    let server = serve(vec![(429, Some("0")), (200, None)], Duration::ZERO).await;
+    let client = clients(&server, 1.0, 1).client_for("shared-informers").unwrap();
+    send_to(&client, Method::GET, &format!("{PODS}?watch=1"))
+        .await
+        .unwrap();
+    let seen = server.seen.lock().clone();
+    assert_eq!(seen.len(), 2);
+    assert!(seen[1].2 - seen[0].2 >= Duration::from_millis(900), "{seen:?}");
+}
+
 /// A namespace of shard 0 of 2, with a fence whose gate is open and synced until `until`.
 fn fenced(server: &Script, until: Instant) -> kube::Client {
     let fence = Arc::new(WriteFence::new());
