@@ -45,7 +45,10 @@ where
     }
 
     /// One LIST at `rv`. Only consistent reads ("") are paginated: a list at "0" or at an RV is served
-    /// from the watch cache, which ignores limits (client-go disables paging for them too).
+    /// from the watch cache, which ignores limits (client-go disables paging for them too). A page
+    /// whose continue token expired (etcd compacted past it) ends the paging with one list of the
+    /// whole, as client-go's pager does (`FullListIfExpired`): a collection too large to page through
+    /// between two compactions is still listed.
     async fn list_at(&self, rv: &str) -> kube::Result<(Snapshot<K>, String)> {
         let mut items = Snapshot::new();
         let mut continue_token: Option<String> = None;
@@ -59,7 +62,16 @@ where
             } else {
                 lp.resource_version = Some(rv.to_owned());
             }
-            let page = self.api.list(&lp).await?;
+            let page = match self.api.list(&lp).await {
+                Err(e) if is_expired(&e) && continue_token.is_some() => {
+                    tracing::info!(resource = %self.resource, "continue token expired while paging; listing whole");
+                    items.clear();
+                    lp.limit = None;
+                    lp.continue_token = None;
+                    self.api.list(&lp).await?
+                }
+                page => page?,
+            };
             items.extend(page.items.into_iter().map(|o| {
                 let o = self.apply_transform(o);
                 (ObjectKey::of(&o), Arc::new(o))

@@ -130,6 +130,66 @@ async fn gone_during_watch_relists_at_last_rv_then_from_etcd() {
     cancel.cancel();
 }
 
+/// client-go's pager: a continue token that expired while paging ends in one list of the whole,
+/// not in a backoff and paging again from the first page.
+#[tokio::test(start_paused = true)]
+async fn an_expired_continue_token_ends_in_one_whole_list() {
+    let api = FakeApi::default();
+    // The first list at "0" is refused as too old: the next is a consistent, paginated read.
+    api.list(Answer::Json(
+        410,
+        status(410, "Expired", "too old resource version"),
+    ));
+    api.list(Answer::Json(
+        200,
+        serde_json::json!({"apiVersion": "v1", "kind": "PodList",
+            "metadata": {"resourceVersion": "30", "continue": "page-2"}, "items": [pod("ns", "a", "29")]}),
+    ));
+    api.list(Answer::Json(
+        410,
+        status(410, "Expired", "The provided continue parameter is too old"),
+    ));
+    api.list_pods("31", &[pod("ns", "a", "29"), pod("ns", "b", "30")]);
+    let _w = api.watch();
+    let (mut rx, cancel) = start(&api, false);
+    let t0 = tokio::time::Instant::now();
+    assert_eq!(describe(&next(&mut rx).await), "replace@31 [\"a\", \"b\"]");
+    assert_eq!(t0.elapsed(), Duration::ZERO, "no backoff");
+    let reqs = api.requests();
+    let lists: Vec<_> = reqs.iter().filter(|r| r.starts_with("LIST")).collect();
+    assert_eq!(lists.len(), 4, "{reqs:?}");
+    assert_eq!(param(lists[2], "continue"), Some("page-2"), "{reqs:?}");
+    assert_eq!(param(lists[3], "limit"), None, "the whole, unpaginated: {reqs:?}");
+    assert_eq!(param(lists[3], "continue"), None, "{reqs:?}");
+    cancel.cancel();
+}
+
+/// A watch that ends with 429 is opened again after the backoff, from the last RV, with no relist.
+#[tokio::test(start_paused = true)]
+async fn a_watch_ended_with_429_backs_off_without_relisting() {
+    let api = FakeApi::default();
+    api.list_pods("10", &[pod("ns", "a", "5")]);
+    let w = api.watch();
+    let w2 = api.watch();
+    let (mut rx, cancel) = start(&api, false);
+    next(&mut rx).await;
+    let t0 = tokio::time::Instant::now();
+    w.send(event("ERROR", status(429, "TooManyRequests", "slow down")))
+        .unwrap();
+    w2.send(event("ADDED", pod("ns", "b", "11"))).unwrap();
+    assert_eq!(describe(&next(&mut rx).await), "added b");
+    assert!(t0.elapsed() >= BACKOFF_INITIAL, "waited {:?}", t0.elapsed());
+    let reqs = api.requests();
+    assert_eq!(
+        reqs.iter().filter(|r| r.starts_with("LIST")).count(),
+        1,
+        "{reqs:?}"
+    );
+    let watches: Vec<_> = reqs.iter().filter(|r| r.starts_with("WATCH")).collect();
+    assert_eq!(param(watches[1], "resourceVersion"), Some("10"), "{reqs:?}");
+    cancel.cancel();
+}
+
 #[tokio::test(start_paused = true)]
 async fn bookmarks_and_dropped_connections_resume_the_watch_without_relisting() {
     let api = FakeApi::default();

@@ -20,6 +20,8 @@ use super::{
 enum StreamEnd {
     /// Server timeout or a dropped connection: watch again from the last RV, no relist.
     Closed,
+    /// The server ended the stream with 429: watch again after the backoff, no relist (client-go).
+    Throttled,
     Cancelled,
     SinkClosed,
 }
@@ -73,6 +75,13 @@ where
             };
             match self.handle_stream(stream, sink, cancel).await? {
                 StreamEnd::Closed => {}
+                StreamEnd::Throttled => {
+                    let delay = self.backoff.next_delay();
+                    tokio::select! {
+                        () = cancel.cancelled() => return Ok(Ended::Cancelled),
+                        () = tokio::time::sleep(delay) => {}
+                    }
+                }
                 StreamEnd::Cancelled => return Ok(Ended::Cancelled),
                 StreamEnd::SinkClosed => return Ok(Ended::SinkClosed),
             }
@@ -121,6 +130,12 @@ where
                         resource: self.resource.clone(),
                         resource_version: self.last_sync_rv.clone(),
                     });
+                }
+                WatchEvent::Error(s) if s.code == 429 => {
+                    self.config.metrics.watch_events(events);
+                    self.config.metrics.watch_error();
+                    tracing::info!(resource = %self.resource, "watch ended with 429 ({}); backing off", s.message);
+                    return Ok(StreamEnd::Throttled);
                 }
                 WatchEvent::Error(s) => {
                     self.config.metrics.watch_error();
