@@ -117,9 +117,13 @@ fn clients(server: &Script, qps: f64, burst: u32) -> Clients {
 const PODS: &str = "/api/v1/namespaces/retry-ns/pods";
 
 async fn send(client: &kube::Client, method: Method) -> Result<String, kube::Error> {
+    send_to(client, method, PODS).await
+}
+
+async fn send_to(client: &kube::Client, method: Method, uri: &str) -> Result<String, kube::Error> {
     let req = Request::builder()
         .method(method)
-        .uri(PODS)
+        .uri(uri)
         .body(b"{}".to_vec())
         .unwrap();
     client.request_text(req).await
@@ -246,15 +250,6 @@ async fn every_attempt_takes_a_token() {
     assert_eq!(seen.len(), 3);
     let span = seen[2].2 - seen[0].2;
     assert!(span >= Duration::from_millis(450), "{span:?}");
-}
-
-async fn send_to(client: &kube::Client, method: Method, uri: &str) -> Result<String, kube::Error> {
-    let req = Request::builder()
-        .method(method)
-        .uri(uri)
-        .body(b"{}".to_vec())
-        .unwrap();
-    client.request_text(req).await
 }
 
 /// client-go throttles no watch's first attempt: at 1 request a second with a burst of 1, three

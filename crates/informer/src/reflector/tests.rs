@@ -243,41 +243,29 @@ async fn streaming_list_replaces_at_the_end_bookmark_and_keeps_the_stream() {
     cancel.cancel();
 }
 
-#[tokio::test(start_paused = true)]
-async fn refused_streaming_list_falls_back_to_list() {
-    let api = FakeApi::default();
-    api.watch_answer(Answer::Json(
-        422,
-        status(422, "Invalid", "sendInitialEvents is forbidden for watch"),
-    ));
-    api.list_pods("7", &[pod("ns", "a", "7")]);
-    let (mut rx, cancel) = start(&api, true);
-    assert_eq!(describe(&next(&mut rx).await), "replace@7 [\"a\"]");
-    let reqs = api.requests();
-    assert!(
-        reqs[0].starts_with("WATCH") && reqs[1].starts_with("LIST"),
-        "{reqs:?}"
-    );
-    cancel.cancel();
-}
-
 /// client-go falls back to LIST at once on any streaming-list failure but throttling, a refused
-/// connection or an expired resourceVersion: progress rather than a backoff and the same request.
+/// connection or an expired resourceVersion (the server without the feature, or failing): progress
+/// rather than a backoff and the same request.
 #[tokio::test(start_paused = true)]
-async fn a_failing_streaming_list_falls_back_to_list_at_once() {
-    let api = FakeApi::default();
-    api.watch_answer(Answer::Json(500, status(500, "InternalError", "etcd is sad")));
-    api.list_pods("7", &[pod("ns", "a", "7")]);
-    let (mut rx, cancel) = start(&api, true);
-    let t0 = tokio::time::Instant::now();
-    assert_eq!(describe(&next(&mut rx).await), "replace@7 [\"a\"]");
-    assert_eq!(t0.elapsed(), Duration::ZERO, "no backoff");
-    let reqs = api.requests();
-    assert!(
-        reqs[0].starts_with("WATCH") && reqs[1].starts_with("LIST"),
-        "{reqs:?}"
-    );
-    cancel.cancel();
+async fn a_refused_or_failing_streaming_list_falls_back_to_list_at_once() {
+    for (code, reason, message) in [
+        (422, "Invalid", "sendInitialEvents is forbidden for watch"),
+        (500, "InternalError", "etcd is sad"),
+    ] {
+        let api = FakeApi::default();
+        api.watch_answer(Answer::Json(code, status(code, reason, message)));
+        api.list_pods("7", &[pod("ns", "a", "7")]);
+        let (mut rx, cancel) = start(&api, true);
+        let t0 = tokio::time::Instant::now();
+        assert_eq!(describe(&next(&mut rx).await), "replace@7 [\"a\"]");
+        assert_eq!(t0.elapsed(), Duration::ZERO, "{code}: no backoff");
+        let reqs = api.requests();
+        assert!(
+            reqs[0].starts_with("WATCH") && reqs[1].starts_with("LIST"),
+            "{code}: {reqs:?}"
+        );
+        cancel.cancel();
+    }
 }
 
 /// A throttled streaming list is asked again after the reflector's backoff, still streaming.
