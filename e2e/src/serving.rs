@@ -70,6 +70,15 @@ pub fn https_get(port: u16, path: &str, creds: &Creds) -> (u16, String) {
     curl_get(&format!("https://127.0.0.1:{port}{path}"), creds)
 }
 
+/// PUT `body` over HTTPS without checking the server's certificate: (status, body).
+pub fn https_put(port: u16, path: &str, body: &str, creds: &Creds) -> (u16, String) {
+    curl(
+        &["-X", "PUT", "--data-binary", body],
+        &format!("https://127.0.0.1:{port}{path}"),
+        creds,
+    )
+}
+
 /// A plain-HTTP request to the HTTPS port: (status, body).
 pub fn plain_http_get(port: u16) -> (u16, String) {
     curl_get(&format!("http://127.0.0.1:{port}/metrics"), &Creds::default())
@@ -77,8 +86,14 @@ pub fn plain_http_get(port: u16) -> (u16, String) {
 
 /// GET `url` with curl, at most 10 s: (status, body); status 0 when nothing answered.
 fn curl_get(url: &str, creds: &Creds) -> (u16, String) {
+    curl(&[], url, creds)
+}
+
+/// curl `url` with `args` before it, at most 10 s: (status, body); status 0 when nothing answered.
+fn curl(args: &[&str], url: &str, creds: &Creds) -> (u16, String) {
     let mut cmd = Command::new("curl");
     cmd.args(["-sk", "--max-time", "10", "-o", "-", "-w", "\n%{http_code}"]);
+    cmd.args(args);
     if let Some(t) = &creds.token {
         cmd.arg("-H").arg(format!("Authorization: Bearer {t}"));
     }

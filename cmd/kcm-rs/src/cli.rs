@@ -24,6 +24,7 @@ use crate::{
     metrics::Metrics,
     server::{self, Health},
     serving_flags, shard_host,
+    verbosity::{self, Verbosity},
 };
 use anyhow::Context as _;
 use controller::{Started, shadow::ShadowState};
@@ -35,11 +36,11 @@ use tokio_util::sync::CancellationToken;
 /// The whole command: parses the flags, runs until stopped, and returns the exit status.
 pub async fn main() -> ExitCode {
     let args = Args::parse_flags(controllers::help());
-    init_logging(&args);
+    let verbosity = Arc::new(init_logging(&args));
     // The crash points named in FAILPOINTS (e2e builds only; see job::failpoints).
     #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();
-    match run(args).await {
+    match run(args, verbosity).await {
         Ok(code) => code,
         Err(e) => {
             tracing::error!("{e:#}");
@@ -48,12 +49,10 @@ pub async fn main() -> ExitCode {
     }
 }
 
-fn init_logging(args: &Args) {
-    let level = match args.verbosity {
-        0..=2 => "info",
-        3..=4 => "debug",
-        _ => "trace",
-    };
+/// Logs as `--v`, `--logging-format` and `RUST_LOG` say, with a filter `PUT /debug/flags/v` may
+/// replace.
+fn init_logging(args: &Args) -> Verbosity {
+    let level = verbosity::level_of(u32::from(args.verbosity));
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into());
     // Colour only on a terminal: a log file, a pipe or CI's capture would keep the escape codes.
     let colour =
@@ -64,8 +63,18 @@ fn init_logging(args: &Args) {
         .with_env_filter(filter)
         .with_ansi(colour);
     match args.logging_format {
-        LoggingFormat::Text => builder.init(),
-        LoggingFormat::Json => builder.json().init(),
+        LoggingFormat::Text => {
+            let builder = builder.with_filter_reloading();
+            let handle = builder.reload_handle();
+            builder.init();
+            Verbosity::new(move |f| handle.reload(f).map_err(|e| e.to_string()))
+        }
+        LoggingFormat::Json => {
+            let builder = builder.json().with_filter_reloading();
+            let handle = builder.reload_handle();
+            builder.init();
+            Verbosity::new(move |f| handle.reload(f).map_err(|e| e.to_string()))
+        }
     }
 }
 
@@ -86,7 +95,7 @@ fn layout(args: &Args) -> anyhow::Result<informer::Layout> {
 
 /// kube-controller-manager's start-up, step by step: connect, serve, elect, start the controllers,
 /// lead until stopped, shut down.
-async fn run(args: Args) -> anyhow::Result<ExitCode> {
+async fn run(args: Args, verbosity: Arc<Verbosity>) -> anyhow::Result<ExitCode> {
     let enabled = controllers::enabled_controllers(&args.controllers)?;
     controllers::check_gates(&enabled, &args.feature_gates)?;
     if args.shards > 1 && (args.shadow || !args.leader_elect) {
@@ -123,16 +132,15 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cancel = CancellationToken::new();
     tokio::spawn(cancel_on_signal(cancel.clone()));
     let server_cancel = CancellationToken::new();
-    let server = serve(
-        &args,
-        &delegation,
-        &health,
-        &metrics,
-        shadow.as_ref(),
-        shard_status.as_ref(),
-        &server_cancel,
-    )
-    .await?;
+    let endpoints = server::Endpoints {
+        health: health.clone(),
+        metrics: metrics.clone(),
+        shadow: shadow.clone(),
+        shards: shard_status.clone(),
+        profiling: args.profiling,
+        verbosity: args.profiling.then_some(verbosity),
+    };
+    let server = serve(&args, &delegation, endpoints, &server_cancel).await?;
 
     tracing::info!(%identity, "identity");
     if let (Some(fence), Some(status)) = (fence, shard_status) {
@@ -292,10 +300,7 @@ fn shadow_state(args: &Args, metrics: &Metrics) -> Arc<ShadowState> {
 async fn serve(
     args: &Args,
     delegation: &serving_flags::DelegationClients,
-    health: &Arc<Health>,
-    metrics: &Metrics,
-    shadow: Option<&Arc<ShadowState>>,
-    shards: Option<&Arc<parking_lot::Mutex<sharding::Status>>>,
+    endpoints: server::Endpoints,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Option<ServerTask>> {
     let Some(config) = args.serving.config(delegation) else {
@@ -309,13 +314,7 @@ async fn serve(
     }
     Ok(Some(tokio::spawn(server::serve(
         bound,
-        server::Endpoints {
-            health: health.clone(),
-            metrics: metrics.clone(),
-            shadow: shadow.cloned(),
-            shards: shards.cloned(),
-            profiling: args.profiling,
-        },
+        endpoints,
         cancel.clone(),
     ))))
 }

@@ -35,6 +35,7 @@ mod shard_selector;
 mod shard_series;
 mod stall;
 mod transport;
+mod verbosity;
 
 pub use controllers::ControllersError;
 pub use embed::{ControllerManager, EmbedError, Running};

@@ -116,6 +116,8 @@ pub struct Endpoints {
     pub shards: Option<Arc<Mutex<sharding::Status>>>,
     /// `--profiling`: `/debug/pprof/`, `/debug/pprof/profile` and `/debug/pprof/heap`.
     pub profiling: bool,
+    /// With `--profiling`, as KCM: `PUT /debug/flags/v` (`crate::verbosity`).
+    pub verbosity: Option<Arc<crate::verbosity::Verbosity>>,
 }
 
 /// Serves until `cancel` fires.
@@ -137,6 +139,9 @@ pub async fn serve(
             .route("/debug/pprof/", get(pprof_index))
             .route("/debug/pprof/profile", get(cpu_profile))
             .route("/debug/pprof/heap", get(heap_profile));
+    }
+    if let Some(v) = endpoints.verbosity {
+        app = app.merge(crate::verbosity::routes(v));
     }
     let app = app.fallback(not_found).with_state(AppState {
         health: endpoints.health,
