@@ -317,6 +317,43 @@ async fn disruptive_serves_like_upstream_kcm_and_keeps_reconciling() {
             }
         }
 
+        // /healthz as k8s.io/apiserver's handler answers it, and its SLIs at /metrics/slis. The two
+        // run different controllers, so the checks' names differ; the shapes must not.
+        for port in [upstream.port, kcm.port] {
+            let (code, body) = https_get(port, "/healthz?verbose&exclude=nope", &Creds::default());
+            let lines: Vec<&str> = body.lines().collect();
+            let (last, warn) = (lines.last().copied(), lines.iter().rev().nth(1).copied());
+            assert!(
+                code == 200
+                    && last == Some("healthz check passed")
+                    && warn == Some("warn: some health checks cannot be excluded: no matches for \"nope\"")
+                    && lines[..lines.len() - 2]
+                        .iter()
+                        .all(|l| l.starts_with("[+]") && l.ends_with(" ok")),
+                "/healthz?verbose on {port}: {code} {body}"
+            );
+            assert_eq!(
+                https_get(port, "/healthz/ping", &admin_creds),
+                (404, "404 page not found\n".into()),
+                "ping is installed only without other checks, on {port}"
+            );
+            let (code, slis) = https_get(port, "/metrics/slis", &admin_creds);
+            assert!(
+                code == 200
+                    && slis.contains("# TYPE kubernetes_healthchecks_total counter")
+                    && slis.lines().any(|l| {
+                        l.starts_with("kubernetes_healthcheck{name=") && l.ends_with(",type=\"healthz\"} 1")
+                    }),
+                "/metrics/slis on {port}: {code}\n{slis}"
+            );
+            // Prometheus's text format, as KCM writes it: a counter's family takes its samples' name.
+            let (_, metrics) = https_get(port, "/metrics", &admin_creds);
+            assert!(
+                metrics.contains("# TYPE workqueue_adds_total counter") && !metrics.contains("# EOF"),
+                "/metrics on {port}:\n{metrics}"
+            );
+        }
+
         // Bad requests meanwhile do not stop the controllers: scale a ReplicaSet through them.
         let port = kcm.port;
         let barrage = std::thread::spawn(move || {

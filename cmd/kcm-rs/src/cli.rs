@@ -19,11 +19,11 @@ use crate::{
     client::{self, Clients, LEADER_ELECTION, SHARED_INFORMERS},
     controllers::{self, StartContext},
     flags::{self, Args, LeaderElectMode, LoggingFormat, ShardCuts},
+    healthz::Health,
     leader_events::LeaderEvents,
     metric_labels::{ControllerLabel, NameLabel},
     metrics::Metrics,
-    server::{self, Health},
-    serving_flags, shard_host,
+    server, serving_flags, shard_host,
     verbosity::{self, Verbosity},
 };
 use anyhow::Context as _;

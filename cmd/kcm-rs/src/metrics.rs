@@ -252,11 +252,11 @@ impl Metrics {
         crate::job_metrics::PromJobMetrics::register(&mut self.registry.lock())
     }
 
-    /// The Prometheus text exposition.
+    /// The Prometheus text exposition, as KCM writes it (`crate::prom_text`).
     pub fn encode(&self) -> String {
         let mut out = String::new();
         encode(&mut out, &self.registry.lock()).expect("writing to a String cannot fail");
-        out
+        crate::prom_text::prometheus_text(&out)
     }
 }
 

@@ -11,9 +11,9 @@ use crate::{
     client::{Clients, LEADER_ELECTION, SHARED_INFORMERS},
     controllers,
     flags::Args,
+    healthz::{Health, LEADER_ELECTION_HEALTH_TOLERANCE},
     metric_labels::NameLabel,
     metrics::Metrics,
-    server::{Health, LEADER_ELECTION_HEALTH_TOLERANCE},
     shard_selector::SelectorLayer,
 };
 

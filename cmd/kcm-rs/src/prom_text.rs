@@ -1,0 +1,84 @@
+//! Metrics in the text format kube-controller-manager serves (Prometheus's, version 0.0.4, which
+//! KCM's handler writes whatever the scraper accepts). prometheus-client writes OpenMetrics: a
+//! counter's family is named without its `_total` (`# TYPE workqueue_adds counter` over samples
+//! named `workqueue_adds_total`), and the exposition ends with `# EOF`. A classic-format parser then
+//! finds no type for the samples, and a diff against KCM's page shows every counter. So the few
+//! lines that differ are rewritten; the samples are the same in both formats.
+
+use std::collections::HashSet;
+
+/// `openmetrics` (prometheus-client's encoding) as Prometheus text 0.0.4.
+pub fn prometheus_text(openmetrics: &str) -> String {
+    let counters: HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len() + 8 * counters.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let family = ["# HELP ", "# TYPE "].iter().find_map(|p| {
+            let rest = line.strip_prefix(p)?;
+            let name = rest.split(' ').next()?;
+            counters.contains(name).then_some((p, name, &rest[name.len()..]))
+        });
+        match family {
+            Some((prefix, name, rest)) => {
+                out.push_str(prefix);
+                out.push_str(name);
+                out.push_str("_total");
+                out.push_str(rest);
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_take_their_sample_name_and_the_end_marker_goes() {
+        let om = "# HELP workqueue_adds Total number of adds handled by workqueue.\n\
+                  # TYPE workqueue_adds counter\n\
+                  workqueue_adds_total{name=\"replicaset\"} 3\n\
+                  # HELP workqueue_depth Current depth of workqueue.\n\
+                  # TYPE workqueue_depth gauge\n\
+                  workqueue_depth{name=\"replicaset\"} 0\n\
+                  # HELP work_seconds How long.\n\
+                  # TYPE work_seconds histogram\n\
+                  # UNIT work_seconds seconds\n\
+                  work_seconds_sum 0.5\n\
+                  work_seconds_count 1\n\
+                  work_seconds_bucket{le=\"+Inf\"} 1\n\
+                  # EOF\n";
+        assert_eq!(
+            prometheus_text(om),
+            "# HELP workqueue_adds_total Total number of adds handled by workqueue.\n\
+             # TYPE workqueue_adds_total counter\n\
+             workqueue_adds_total{name=\"replicaset\"} 3\n\
+             # HELP workqueue_depth Current depth of workqueue.\n\
+             # TYPE workqueue_depth gauge\n\
+             workqueue_depth{name=\"replicaset\"} 0\n\
+             # HELP work_seconds How long.\n\
+             # TYPE work_seconds histogram\n\
+             work_seconds_sum 0.5\n\
+             work_seconds_count 1\n\
+             work_seconds_bucket{le=\"+Inf\"} 1\n"
+        );
+    }
+
+    /// A gauge whose name starts like a counter's is left alone.
+    #[test]
+    fn only_whole_counter_names_are_renamed() {
+        let om = "# TYPE adds counter\nadds_total 1\n# HELP adds_now Now.\n# TYPE adds_now gauge\nadds_now 2\n# EOF\n";
+        assert_eq!(
+            prometheus_text(om),
+            "# TYPE adds_total counter\nadds_total 1\n# HELP adds_now Now.\n# TYPE adds_now gauge\nadds_now 2\n"
+        );
+    }
+}
