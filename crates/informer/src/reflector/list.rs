@@ -109,6 +109,7 @@ where
                     Streamed::Done(stream) => return Ok(Some(stream)),
                     Streamed::Fallback => return Ok(None),
                     Streamed::Expired => self.last_rv_unavailable = true,
+                    Streamed::Throttled => tokio::time::sleep(self.backoff.next_delay()).await,
                 },
                 // A consistent snapshot needs no resourceVersion; one expired without it is not
                 // asked again at once.
@@ -173,6 +174,11 @@ where
                 {
                     return Streamed::Expired;
                 }
+                Ok(WatchEvent::Error(s)) if s.code == 429 => {
+                    self.config.metrics.watch_error();
+                    tracing::info!(resource = %self.resource, "streaming list throttled ({}); retrying after a backoff", s.message);
+                    return Streamed::Throttled;
+                }
                 Ok(WatchEvent::Error(s)) => {
                     tracing::info!(resource = %self.resource, "streaming list failed ({} {}); falling back to LIST", s.code, s.message);
                     return Streamed::Fallback;
@@ -194,5 +200,7 @@ enum Streamed<K> {
     Done(WatchStream<K>),
     /// The resourceVersion asked for is no longer (or not yet) served: ask again without one.
     Expired,
+    /// The server ended it with 429: ask again after the backoff.
+    Throttled,
     Fallback,
 }

@@ -268,11 +268,23 @@ async fn a_refused_or_failing_streaming_list_falls_back_to_list_at_once() {
     }
 }
 
-/// A throttled streaming list is asked again after the reflector's backoff, still streaming.
+/// A throttled streaming list is asked again after the reflector's backoff, still streaming,
+/// whether the 429 answers the request or ends its stream.
 #[tokio::test(start_paused = true)]
 async fn a_throttled_streaming_list_is_asked_again_after_a_backoff() {
+    for in_stream in [false, true] {
+        a_throttled_streaming_list_case(in_stream).await;
+    }
+}
+
+async fn a_throttled_streaming_list_case(in_stream: bool) {
     let api = FakeApi::default();
-    api.watch_answer(Answer::Json(429, status(429, "TooManyRequests", "slow down")));
+    let throttled = status(429, "TooManyRequests", "slow down");
+    if in_stream {
+        api.watch().send(event("ERROR", throttled)).unwrap();
+    } else {
+        api.watch_answer(Answer::Json(429, throttled));
+    }
     let w = api.watch();
     let (mut rx, cancel) = start(&api, true);
     w.send(event("ADDED", pod("ns", "a", "7"))).unwrap();
