@@ -127,6 +127,14 @@ async fn run(args: Args, verbosity: Arc<Verbosity>) -> anyhow::Result<ExitCode> 
     }
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
+    // As KCM's, /healthz lists the election's check from the start, before the campaign.
+    if args.leader_elect
+        && !args.shadow
+        && args.shards <= 1
+        && args.leader_elect_mode == LeaderElectMode::Lease
+    {
+        health.expect_election();
+    }
     let shadow = args.shadow.then(|| shadow_state(&args, &metrics));
     let shard_status = fence.as_ref().map(|_| Arc::default());
     let cancel = CancellationToken::new();

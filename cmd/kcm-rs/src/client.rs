@@ -334,7 +334,8 @@ impl Edit for SetUserAgent {
 /// Waits for a token in `poll_ready`, so no request is sent beyond the rate. A clone shares the
 /// bucket but has taken no token. The first attempt of a watch uses none (`retry::unthrottled`, as
 /// client-go): the token taken for it stays for the next request, so a run of watches waits for
-/// one token at most, where client-go's wait for none.
+/// one token at most, where client-go's wait for none; unlike client-go's, a watch queued behind a
+/// request that waits for a token waits with it.
 pub struct Qps<S> {
     inner: S,
     limiter: Arc<DefaultDirectRateLimiter>,

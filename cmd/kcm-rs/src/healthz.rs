@@ -29,6 +29,9 @@ type SyncedFn = Arc<dyn Fn() -> bool + Send + Sync>;
 /// What the health endpoints look at. Filled in as the process starts.
 #[derive(Default)]
 pub struct Health {
+    /// A Lease election is configured: its check is listed from the start, healthy until there is
+    /// an elector to ask (KCM installs client-go's adaptor before it campaigns).
+    electing: std::sync::atomic::AtomicBool,
     elector: Mutex<Option<Arc<LeaderElector>>>,
     /// Sharded: when the shard manager last completed a round, and how long it may go without.
     rounds: Mutex<Option<(tokio::time::Instant, Duration)>>,
@@ -47,7 +50,13 @@ impl std::fmt::Debug for Health {
 type Outcome = Result<(), String>;
 
 impl Health {
+    /// Lists the `leaderElection` check from now on, before there is an elector.
+    pub fn expect_election(&self) {
+        self.electing.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     pub fn set_elector(&self, e: Arc<LeaderElector>) {
+        self.expect_election();
         *self.elector.lock() = Some(e);
     }
 
@@ -77,6 +86,8 @@ impl Health {
             let healthy = e.healthy(LEADER_ELECTION_HEALTH_TOLERANCE).await;
             let why = || format!("failed election to renew leadership on lease {}", e.config().name);
             out.push(("leaderElection".to_owned(), healthy.then_some(()).ok_or_else(why)));
+        } else if self.electing.load(std::sync::atomic::Ordering::Relaxed) {
+            out.push(("leaderElection".to_owned(), Ok(())));
         }
         if let Some((last, limit)) = *self.rounds.lock() {
             let late = last.elapsed();
@@ -121,7 +132,7 @@ pub fn routes<S: Clone + Send + Sync + 'static>(health: Arc<Health>) -> Router<S
     Router::new()
         .route("/healthz", get(healthz))
         .route("/livez", get(livez))
-        .route("/healthz/{check}", get(one_check))
+        .route("/healthz/{*check}", get(one_check))
         .route("/readyz", get(readyz))
         .route("/metrics/slis", get(slis_text).delete(slis_delete))
         .with_state(health)

@@ -48,6 +48,24 @@ async fn ping_is_the_one_check_until_another_is_installed() {
     );
 }
 
+/// KCM lists its election's check from the start, before it campaigns; a controller of a shard is
+/// reached by its whole name.
+#[tokio::test]
+async fn the_election_check_is_listed_before_there_is_an_elector() {
+    let h = Arc::new(Health::default());
+    h.expect_election();
+    assert_eq!(
+        get(&h, "/healthz?verbose").await.1,
+        "[+]leaderElection ok\nhealthz check passed\n"
+    );
+    assert_eq!(get(&h, "/healthz/ping").await.0, StatusCode::NOT_FOUND);
+    h.add_controller("replicaset-controller/3-of-12", || true);
+    assert_eq!(
+        get(&h, "/healthz/replicaset-controller/3-of-12").await,
+        (StatusCode::OK, "ok".into())
+    );
+}
+
 #[tokio::test]
 async fn excluded_checks_are_listed_and_unknown_ones_warned_of() {
     let h = Arc::new(Health::default());

@@ -94,3 +94,25 @@ fn exposes_upstreams_workqueue_names() {
         assert!(text.contains(name), "{name} missing from:\n{text}");
     }
 }
+
+/// The whole page a classic Prometheus parser reads: every family of a type the 0.0.4 text format
+/// has, and each counter's TYPE line named as its samples.
+#[test]
+fn the_whole_page_is_prometheus_text() {
+    let m = Metrics::new();
+    let _q = m.queue_metrics("replicaset");
+    let _jobs = m.job_metrics();
+    let text = m.encode();
+    for line in text.lines().filter(|l| l.starts_with("# TYPE ")) {
+        let mut words = line.split(' ').skip(2);
+        let (name, kind) = (words.next().unwrap_or_default(), words.next().unwrap_or_default());
+        assert!(
+            ["counter", "gauge", "histogram", "summary", "untyped"].contains(&kind),
+            "{line}"
+        );
+        if kind == "counter" {
+            assert!(name.ends_with("_total"), "{line}");
+        }
+    }
+    assert!(!text.contains("# EOF") && !text.contains("# UNIT"), "{text}");
+}

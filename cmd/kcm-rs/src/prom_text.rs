@@ -2,8 +2,10 @@
 //! KCM's handler writes whatever the scraper accepts). prometheus-client writes OpenMetrics: a
 //! counter's family is named without its `_total` (`# TYPE workqueue_adds counter` over samples
 //! named `workqueue_adds_total`), and the exposition ends with `# EOF`. A classic-format parser then
-//! finds no type for the samples, and a diff against KCM's page shows every counter. So the few
-//! lines that differ are rewritten; the samples are the same in both formats.
+//! finds no type for the samples, and a diff against KCM's page shows every counter. OpenMetrics'
+//! `info` and `unknown` types, which a classic parser refuses (failing the whole scrape), become
+//! `gauge` and `untyped`. So the few lines that differ are rewritten; the samples are the same in
+//! both formats.
 
 use std::collections::HashSet;
 
@@ -16,6 +18,16 @@ pub fn prometheus_text(openmetrics: &str) -> String {
     let mut out = String::with_capacity(openmetrics.len() + 8 * counters.len());
     for line in openmetrics.lines() {
         if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let classic = [(" info", " gauge"), (" unknown", " untyped")]
+            .iter()
+            .find_map(|(om, prom)| Some((line.strip_prefix("# TYPE ")?.strip_suffix(om)?, prom)));
+        if let Some((name, prom)) = classic {
+            out.push_str("# TYPE ");
+            out.push_str(name);
+            out.push_str(prom);
+            out.push('\n');
             continue;
         }
         let family = ["# HELP ", "# TYPE "].iter().find_map(|p| {
@@ -69,6 +81,15 @@ mod tests {
              work_seconds_sum 0.5\n\
              work_seconds_count 1\n\
              work_seconds_bucket{le=\"+Inf\"} 1\n"
+        );
+    }
+
+    #[test]
+    fn types_a_classic_parser_refuses_are_renamed() {
+        let om = "# TYPE build info\nbuild_info{version=\"1\"} 1\n# TYPE odd unknown\nodd 3\n# EOF\n";
+        assert_eq!(
+            prometheus_text(om),
+            "# TYPE build gauge\nbuild_info{version=\"1\"} 1\n# TYPE odd untyped\nodd 3\n"
         );
     }
 

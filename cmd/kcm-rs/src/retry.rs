@@ -98,8 +98,11 @@ pub fn connection_lost(err: &(dyn std::error::Error + 'static)) -> bool {
 pub struct Retried;
 
 /// Whether `req` is the first attempt of a watch, which client-go sends without waiting for the
-/// client's rate limiter (`Request.Watch` skips `tryThrottle`; its retries do wait): an informer's
-/// watches, streaming lists among them, never queue behind throttled requests.
+/// client's rate limiter (`Request.Watch` skips `tryThrottle`; its retries do wait). Here it takes
+/// no token of its own, but it still waits while a request queued before it in the client waits for
+/// one (kube's `Buffer` takes requests in order, and a tower service waits for its token before it
+/// sees the request): a run of watches, streaming lists among them, goes out at once; a watch
+/// behind a throttled write does not.
 pub fn unthrottled<B>(req: &Request<B>) -> bool {
     let watch = req.uri().query().is_some_and(|q| {
         form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "watch" && (v == "true" || v == "1"))

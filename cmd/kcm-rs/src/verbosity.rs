@@ -46,11 +46,13 @@ impl Verbosity {
     /// Sets the verbosity `body` names: a whole number, nothing around it (as `GlogSetter` parses
     /// it). The answer is KCM's, whose flag is klog's.
     pub fn set(&self, body: &str) -> Result<String, String> {
-        let v: u32 = body
-            .parse()
-            .map_err(|_| format!("invalid verbosity {body:?}: want a whole number"))?;
+        let refused = || format!("invalid verbosity {body:?}: want a whole number");
+        if !body.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(refused()); // Rust's parse takes a leading '+', Go's ParseUint does not
+        }
+        let v: u32 = body.parse().map_err(|_| refused())?;
         (self.reload)(EnvFilter::new(level_of(v)))?;
-        Ok(format!("successfully set klog.logging.verbosity to {v}"))
+        Ok(format!("successfully set klog.logging.verbosity to {body}"))
     }
 }
 
@@ -114,9 +116,13 @@ mod tests {
             v.set("1").unwrap(),
             "successfully set klog.logging.verbosity to 1"
         );
-        for bad in ["", "x", "-1", "4\n", " 4"] {
+        assert_eq!(
+            v.set("04").unwrap(),
+            "successfully set klog.logging.verbosity to 04"
+        );
+        for bad in ["", "x", "-1", "+4", "4\n", " 4"] {
             assert!(v.set(bad).is_err(), "{bad:?}");
         }
-        assert_eq!(*set.lock(), ["debug", "trace", "info"]);
+        assert_eq!(*set.lock(), ["debug", "trace", "info", "debug"]);
     }
 }
