@@ -108,7 +108,7 @@ async fn run(args: Args, verbosity: Arc<Verbosity>) -> anyhow::Result<ExitCode> 
     let identity = identity();
     // Checked before connecting, which waits for the API server: a bad combination of the lease's
     // durations fails at once, as KCM's NewLeaderElector does.
-    if args.leader_elect && !args.shadow && args.leader_elect_mode == LeaderElectMode::Lease {
+    if elects_by_lease(&args) {
         lease_config(&args, &identity)
             .validate()
             .context("leader election flags")?;
@@ -128,11 +128,7 @@ async fn run(args: Args, verbosity: Arc<Verbosity>) -> anyhow::Result<ExitCode> 
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
     // As KCM's, /healthz lists the election's check from the start, before the campaign.
-    if args.leader_elect
-        && !args.shadow
-        && args.shards <= 1
-        && args.leader_elect_mode == LeaderElectMode::Lease
-    {
+    if elects_by_lease(&args) && args.shards <= 1 {
         health.expect_election();
     }
     let shadow = args.shadow.then(|| shadow_state(&args, &metrics));
@@ -387,6 +383,11 @@ async fn elect(
             Ok(lock.become_leader(cancel).await?.then_some(Leader::Unchallenged))
         }
     }
+}
+
+/// Whether the flags ask for a Lease election (shadow mode elects nothing).
+fn elects_by_lease(args: &Args) -> bool {
+    args.leader_elect && !args.shadow && args.leader_elect_mode == LeaderElectMode::Lease
 }
 
 /// The election the `--leader-elect-*` flags ask for.

@@ -104,22 +104,12 @@ mod tests {
             seen.lock().push(f.to_string());
             Ok(())
         });
-        assert_eq!(
-            v.set("4").unwrap(),
-            "successfully set klog.logging.verbosity to 4"
-        );
-        assert_eq!(
-            v.set("7").unwrap(),
-            "successfully set klog.logging.verbosity to 7"
-        );
-        assert_eq!(
-            v.set("1").unwrap(),
-            "successfully set klog.logging.verbosity to 1"
-        );
-        assert_eq!(
-            v.set("04").unwrap(),
-            "successfully set klog.logging.verbosity to 04"
-        );
+        for sent in ["4", "7", "1", "04"] {
+            assert_eq!(
+                v.set(sent).unwrap(),
+                format!("successfully set klog.logging.verbosity to {sent}")
+            );
+        }
         for bad in ["", "x", "-1", "+4", "4\n", " 4"] {
             assert!(v.set(bad).is_err(), "{bad:?}");
         }
