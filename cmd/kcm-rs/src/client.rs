@@ -90,6 +90,10 @@ pub async fn config(args: &Args) -> Result<kube::Config, ClientError> {
 }
 
 /// The configuration in the kubeconfig at `path`, else inferred.
+///
+/// Its `proxy_url` is the kubeconfig cluster's `proxy-url` alone: kube puts `HTTPS_PROXY` there when
+/// the cluster names none, where client-go leaves the environment to the transport, which also reads
+/// `NO_PROXY` and never proxies a loopback server (`crate::proxy`).
 async fn config_from(path: Option<&std::path::Path>) -> Result<kube::Config, ClientError> {
     match path {
         Some(path) => {
@@ -98,12 +102,45 @@ async fn config_from(path: Option<&std::path::Path>) -> Result<kube::Config, Cli
                 source,
             };
             let kc = Kubeconfig::read_from(path).map_err(kubeconfig)?;
-            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            let proxy = cluster_proxy(&kc);
+            let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
                 .await
-                .map_err(kubeconfig)
+                .map_err(kubeconfig)?;
+            config.proxy_url = proxy;
+            Ok(config)
         }
-        None => kube::Config::infer().await.map_err(ClientError::Infer),
+        None => {
+            let mut config = kube::Config::infer().await.map_err(ClientError::Infer)?;
+            // Only a configuration read from a kubeconfig has one (in-cluster sets none).
+            if config.proxy_url.is_some() {
+                config.proxy_url = Kubeconfig::read().ok().and_then(|kc| cluster_proxy(&kc));
+            }
+            Ok(config)
+        }
     }
+}
+
+/// The `proxy-url` of the current context's cluster, if it names one that parses (kube has read the
+/// same value and failed the load if it did not).
+fn cluster_proxy(kc: &Kubeconfig) -> Option<http::Uri> {
+    let context = kc.current_context.as_deref()?;
+    let cluster = kc
+        .contexts
+        .iter()
+        .find(|c| c.name == context)?
+        .context
+        .as_ref()?
+        .cluster
+        .as_str();
+    let url = kc
+        .clusters
+        .iter()
+        .find(|c| c.name == cluster)?
+        .cluster
+        .as_ref()?
+        .proxy_url
+        .as_deref()?;
+    url.parse().ok()
 }
 
 /// The clients that review the endpoint server's requests: `--authentication-kubeconfig` and

@@ -29,6 +29,7 @@ mod metric_labels;
 mod metrics;
 mod profiling;
 mod prom_text;
+mod proxy;
 mod retry;
 mod server;
 mod serving_flags;

@@ -8,24 +8,35 @@
 //! (base URI, credentials, extra headers, over a rustls connector made from the same configuration)
 //! around a hyper client that offers `h2` by ALPN, falls back to HTTP/1.1 where the server does not
 //! take it, checks an HTTP/2 connection's health with pings as client-go does, and bounds a
-//! connection's set-up (`crate::connect_timeout`). Retries live above each client's token bucket and
+//! connection's set-up (`crate::connect_timeout`), through the proxy client-go would use
+//! (`crate::proxy`: an HTTP CONNECT tunnel or SOCKS5, hyper-util's connectors). Retries live above each client's token bucket and
 //! write fence (`crate::retry`); the one hyper makes itself, of a request it took back unsent from a
 //! connection that closed, is off for a sharded replica's transport, whose stalled connections must
 //! fail every request they hold (`crate::stall`).
 
 use std::time::Duration;
 
-use http::{Request, Response};
-use hyper::body::Incoming;
+use http::{HeaderValue, Request, Response, Uri, uri::Scheme};
+use hyper::{
+    body::Incoming,
+    rt::{Read, Write},
+};
 use hyper_rustls::{FixedServerNameResolver, HttpsConnectorBuilder};
 use hyper_util::{
-    client::legacy::{Client as HyperClient, connect::HttpConnector},
+    client::legacy::{
+        Client as HyperClient,
+        connect::{
+            Connection, HttpConnector,
+            proxy::{SocksV5, Tunnel},
+        },
+    },
     rt::{TokioExecutor, TokioTimer},
 };
 use kube::client::{Body, ConfigExt as _};
 
 use crate::{
     connect_timeout::{CONNECT_TIMEOUT, ConnectTimeout},
+    proxy::{self, ProxyError, Route},
     stall::StallGuard,
 };
 use rustls::pki_types::{InvalidDnsNameError, ServerName};
@@ -57,6 +68,8 @@ pub type Transport = BoxCloneSyncService<Request<Body>, Response<Incoming>, BoxE
 pub enum TransportError {
     #[error(transparent)]
     Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Proxy(#[from] ProxyError),
     #[error("tls-server-name {name:?} is not a DNS name or IP address: {source}")]
     ServerName {
         name: String,
@@ -65,9 +78,93 @@ pub enum TransportError {
 }
 
 /// The transport for `config`: its server, CA, client certificate or token, `tls-server-name` and
-/// impersonation headers, as kube would apply them. With `stall`, its connections stop writing
+/// impersonation headers, as kube would apply them, through the proxy `crate::proxy` picks (the
+/// configuration's `proxy_url`, else the environment's). With `stall`, its connections stop writing
 /// once the process stalled (`crate::stall`): a sharded replica's.
 pub fn shared(config: &kube::Config, stall: Option<&StallGuard>) -> Result<Transport, TransportError> {
+    let kubeconfig_proxy = config.proxy_url.as_ref().map(ToString::to_string);
+    let route = proxy::route(kubeconfig_proxy.as_deref(), &config.cluster_url, |name| {
+        std::env::var(name).ok()
+    })?;
+    if let Some(proxy) = route.proxy() {
+        tracing::info!(server = %config.cluster_url, %proxy, "connecting to the API server through a proxy");
+    }
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(DIAL_TIMEOUT));
+    http.set_keepalive(Some(TCP_KEEPALIVE));
+    let client = match stall {
+        None => through(http, &route, config, true)?,
+        Some(guard) => through(guard.connector(http), &route, config, false)?,
+    };
+
+    let service = ServiceBuilder::new()
+        .layer(config.base_uri_layer())
+        .option_layer(config.auth_layer()?)
+        .layer(config.extra_headers_layer()?)
+        .service(client);
+    Ok(BoxCloneSyncService::new(service.map_err(BoxError::from)))
+}
+
+/// The client whose connections `tcp` opens, through `route`'s proxy; `resend_unsent` as for
+/// [`hyper_client`].
+fn through<T>(
+    tcp: T,
+    route: &Route,
+    config: &kube::Config,
+    resend_unsent: bool,
+) -> Result<Transport, TransportError>
+where
+    T: tower::Service<Uri, Error: std::error::Error + Send + Sync + 'static, Future: Send + 'static>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    T::Response: Read + Write + Connection + Unpin + Send + 'static,
+{
+    Ok(match route {
+        Route::Direct => over_tls(tcp, config, resend_unsent)?,
+        Route::Tunnel { proxy, auth } if proxy.scheme() == Some(&Scheme::HTTPS) => {
+            // TLS to the proxy too, verified as client-go's transport verifies it: with the
+            // configuration's CA.
+            let to_proxy = HttpsConnectorBuilder::new()
+                .with_tls_config(config.rustls_client_config()?)
+                .https_only()
+                .enable_http1()
+                .wrap_connector(tcp);
+            over_tls(tunnel(proxy, auth, to_proxy), config, resend_unsent)?
+        }
+        Route::Tunnel { proxy, auth } => over_tls(tunnel(proxy, auth, tcp), config, resend_unsent)?,
+        Route::Socks { proxy, auth } => {
+            let mut socks = SocksV5::new(proxy.clone(), tcp).local_dns(false);
+            if let Some((user, pass)) = auth {
+                socks = socks.with_auth(user.clone(), pass.clone());
+            }
+            over_tls(socks, config, resend_unsent)?
+        }
+    })
+}
+
+fn tunnel<C>(proxy: &Uri, auth: &Option<HeaderValue>, connector: C) -> Tunnel<C> {
+    let tunnel = Tunnel::new(proxy.clone(), connector);
+    match auth {
+        Some(auth) => tunnel.with_auth(auth.clone()),
+        None => tunnel,
+    }
+}
+
+/// TLS to the API server over the connections `connector` opens, offering h2, then http/1.1, by
+/// ALPN, with a bounded set-up.
+fn over_tls<C>(connector: C, config: &kube::Config, resend_unsent: bool) -> Result<Transport, TransportError>
+where
+    C: tower::Service<Uri, Error: Into<BoxError> + Send, Future: Send + 'static>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    C::Response: Read + Write + Connection + Unpin + Send + 'static,
+{
     let mut builder = HttpsConnectorBuilder::new()
         .with_tls_config(config.rustls_client_config()?)
         .https_or_http();
@@ -79,30 +176,11 @@ pub fn shared(config: &kube::Config, stall: Option<&StallGuard>) -> Result<Trans
             })?;
         builder = builder.with_server_name_resolver(FixedServerNameResolver::new(server_name));
     }
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_nodelay(true);
-    http.set_connect_timeout(Some(DIAL_TIMEOUT));
-    http.set_keepalive(Some(TCP_KEEPALIVE));
-    // ALPN offers h2, then http/1.1.
-    let builder = builder.enable_http1().enable_http2();
-    let client = match stall {
-        None => {
-            let https = ConnectTimeout::new(builder.wrap_connector(http), CONNECT_TIMEOUT);
-            BoxCloneSyncService::new(hyper_client(https, true))
-        }
-        Some(guard) => {
-            let https = ConnectTimeout::new(builder.wrap_connector(guard.connector(http)), CONNECT_TIMEOUT);
-            BoxCloneSyncService::new(hyper_client(https, false))
-        }
-    };
-
-    let service = ServiceBuilder::new()
-        .layer(config.base_uri_layer())
-        .option_layer(config.auth_layer()?)
-        .layer(config.extra_headers_layer()?)
-        .service(client);
-    Ok(BoxCloneSyncService::new(service.map_err(BoxError::from)))
+    let https = builder.enable_http1().enable_http2().wrap_connector(connector);
+    Ok(BoxCloneSyncService::new(hyper_client(
+        ConnectTimeout::new(https, CONNECT_TIMEOUT),
+        resend_unsent,
+    )))
 }
 
 /// The hyper client over `https`, with client-go's HTTP/2 settings; `resend_unsent`: whether hyper

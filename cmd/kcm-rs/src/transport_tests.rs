@@ -145,3 +145,151 @@ fn a_bad_tls_server_name_is_named() {
     let err = Clients::new(config, 20.0, 30, false).unwrap_err().to_string();
     assert!(err.contains("\"not a name\""), "{err}");
 }
+
+/// What a test proxy saw of one tunnel: its target (`host:port`) and the credentials it was given.
+type Tunnels = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
+/// A proxy on a loopback port, `handshake` taking each connection up to the tunnel: it records the
+/// tunnel and returns the target, which the proxy then connects the client to.
+async fn proxy<H, F>(handshake: H) -> (u16, Tunnels)
+where
+    H: Fn(tokio::net::TcpStream, Tunnels) -> F + Send + Sync + 'static,
+    F: Future<Output = (tokio::net::TcpStream, String)> + Send + 'static,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Tunnels::default();
+    let tunnels = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let (client, _) = listener.accept().await.unwrap();
+            let handshaking = handshake(client, tunnels.clone());
+            tokio::spawn(async move {
+                let (mut client, target) = handshaking.await;
+                let mut upstream = tokio::net::TcpStream::connect(&target).await.unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+            });
+        }
+    });
+    (port, seen)
+}
+
+/// An HTTP CONNECT proxy: each tunnel's target and `Proxy-Authorization`.
+async fn connect_proxy() -> (u16, Tunnels) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    proxy(|mut client, tunnels| async move {
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            head.push(client.read_u8().await.unwrap());
+        }
+        let head = String::from_utf8(head).unwrap();
+        let target = head
+            .strip_prefix("CONNECT ")
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .to_owned();
+        let auth = head
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("Proxy-Authorization: ")
+                    .or(l.strip_prefix("proxy-authorization: "))
+            })
+            .map(str::to_owned);
+        tunnels.lock().push((target.clone(), auth));
+        client
+            .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            .await
+            .unwrap();
+        (client, target)
+    })
+    .await
+}
+
+/// A SOCKS5 proxy taking user/password authentication (RFC 1928, 1929): each tunnel's target and
+/// `user:password`.
+async fn socks5_proxy() -> (u16, Tunnels) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    proxy(|mut c, tunnels| async move {
+        let field = async |c: &mut tokio::net::TcpStream| {
+            let mut buf = vec![0; usize::from(c.read_u8().await.unwrap())];
+            c.read_exact(&mut buf).await.unwrap();
+            String::from_utf8(buf).unwrap()
+        };
+        let (version, methods) = (c.read_u8().await.unwrap(), c.read_u8().await.unwrap());
+        assert_eq!(version, 5);
+        let mut offered = vec![0; usize::from(methods)];
+        c.read_exact(&mut offered).await.unwrap();
+        assert!(offered.contains(&2), "user/password offered: {offered:?}");
+        c.write_all(&[5, 2]).await.unwrap();
+        assert_eq!(c.read_u8().await.unwrap(), 1);
+        let credentials = format!("{}:{}", field(&mut c).await, field(&mut c).await);
+        c.write_all(&[1, 0]).await.unwrap();
+        let mut request = [0; 4];
+        c.read_exact(&mut request).await.unwrap();
+        assert_eq!(request[..3], [5, 1, 0], "CONNECT");
+        let host = match request[3] {
+            1 => {
+                let mut ip = [0; 4];
+                c.read_exact(&mut ip).await.unwrap();
+                std::net::Ipv4Addr::from(ip).to_string()
+            }
+            3 => field(&mut c).await,
+            other => panic!("address type {other}"),
+        };
+        let target = format!("{host}:{}", c.read_u16().await.unwrap());
+        tunnels.lock().push((target.clone(), Some(credentials)));
+        c.write_all(&[5, 0, 0, 1, 0, 0, 0, 0, 0, 0]).await.unwrap();
+        (c, target)
+    })
+    .await
+}
+
+fn clients_via(server: &Server, proxy_url: &str) -> Clients {
+    let mut config = kube::Config::new(server.url.parse().unwrap());
+    config.root_cert = Some(vec![server.ca.clone()]);
+    config.proxy_url = Some(proxy_url.parse().unwrap());
+    Clients::new(config, 1000.0, 1000, false).unwrap()
+}
+
+/// A kubeconfig's `proxy-url` carries every request, a loopback server's too, over one tunnel that
+/// still speaks HTTP/2 to the server inside it.
+#[tokio::test]
+async fn requests_go_through_an_http_connect_proxy() {
+    let server = serve(&[b"h2", b"http/1.1"], 0).await;
+    let (port, tunnels) = connect_proxy().await;
+    let clients = clients_via(&server, &format!("http://al%40ice:s3cret@127.0.0.1:{port}"));
+    burst(&clients, 1).await;
+    burst(&clients, 10).await;
+    let target = server.url.strip_prefix("https://").unwrap().to_owned();
+    // base64("al@ice:s3cret")
+    let auth = Some("Basic YWxAaWNlOnMzY3JldA==".to_owned());
+    assert_eq!(*tunnels.lock(), vec![(target, auth)]);
+    let versions = server.versions.lock().clone();
+    assert_eq!(versions.len(), 11);
+    assert!(versions.iter().all(|v| *v == Version::HTTP_2), "{versions:?}");
+}
+
+#[tokio::test]
+async fn requests_go_through_a_socks5_proxy() {
+    let server = serve(&[b"h2", b"http/1.1"], 0).await;
+    let (port, tunnels) = socks5_proxy().await;
+    let clients = clients_via(&server, &format!("socks5://bob:pw@127.0.0.1:{port}"));
+    burst(&clients, 1).await;
+    burst(&clients, 3).await;
+    let target = server.url.strip_prefix("https://").unwrap().to_owned();
+    assert_eq!(*tunnels.lock(), vec![(target, Some("bob:pw".to_owned()))]);
+    assert_eq!(server.versions.lock().len(), 4);
+}
+
+#[test]
+fn a_proxy_url_no_transport_speaks_is_named() {
+    let mut config = kube::Config::new("https://127.0.0.1:6443".parse().unwrap());
+    config.proxy_url = Some("ftp://proxy:21".parse().unwrap());
+    let err = Clients::new(config, 20.0, 30, false).unwrap_err().to_string();
+    assert!(
+        err.contains("proxy-url") && err.contains("ftp://proxy:21"),
+        "{err}"
+    );
+}
