@@ -58,6 +58,8 @@ pub struct Comparison {
 pub trait Steps: Send + Sync + 'static {
     /// KCM's name for the controller, under which shadow mode files what it finds.
     const NAME: &'static str;
+    /// [`Reconciler::FORGETS_AFTER_EVERY_SUCCESS`].
+    const FORGETS_AFTER_EVERY_SUCCESS: bool = true;
 
     /// The object a key names.
     type Object: Send + Sync + 'static;
@@ -166,6 +168,7 @@ pub async fn sync<S: Steps>(steps: &S, key: &ObjectKey) -> Result<Option<Duratio
 /// Every controller's sync is its steps in [`sync`]'s order.
 impl<S: Steps> Reconciler for S {
     type Error = S::Error;
+    const FORGETS_AFTER_EVERY_SUCCESS: bool = S::FORGETS_AFTER_EVERY_SUCCESS;
 
     fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, S::Error>> + Send {
         sync(self, key)

@@ -28,6 +28,12 @@ pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 pub trait Reconciler<K = ObjectKey>: Send + Sync + 'static {
     type Error: Display + Send;
 
+    /// Whether every sync that succeeds resets the key's backoff, as upstream's controllers do but
+    /// the CronJob controller, which resets it only when it asks for the key again after a delay:
+    /// there a key that failed, then synced with nothing to come back for, keeps its failures, and
+    /// its next failure waits longer.
+    const FORGETS_AFTER_EVERY_SUCCESS: bool = true;
+
     /// `Ok(Some(d))` asks for the key again after `d`; `Err` retries it with the queue's backoff.
     fn sync(&self, key: &K) -> impl Future<Output = Result<Option<Duration>, Self::Error>> + Send;
 }
@@ -111,7 +117,9 @@ impl<K: QueueItem + Ord + Display, R: Reconciler<K>> Worker<K, R> {
                 self.metrics.sync(started.elapsed(), result.is_ok());
                 match result {
                     Ok(requeue) => {
-                        self.queue.forget(key);
+                        if requeue.is_some() || R::FORGETS_AFTER_EVERY_SUCCESS {
+                            self.queue.forget(key);
+                        }
                         if let Some(after) = requeue {
                             self.queue.add_after(key.clone(), after);
                         }

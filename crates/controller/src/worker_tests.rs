@@ -152,3 +152,62 @@ async fn cancelled_workers_take_no_new_keys_and_wait_for_syncs_in_flight() {
     assert!(script.synced.lock().is_empty(), "no key taken after cancellation");
     assert!(stopped_at.elapsed() < Duration::from_secs(1));
 }
+
+/// Fails `ns/flaky` on the syncs `fail_on` lists (0-based); succeeds with nothing to come back for
+/// otherwise.
+struct Flaky<const FORGETS: bool> {
+    fail_on: Vec<usize>,
+    attempts: AtomicUsize,
+}
+
+impl<const FORGETS: bool> Reconciler for Flaky<FORGETS> {
+    type Error = String;
+    const FORGETS_AFTER_EVERY_SUCCESS: bool = FORGETS;
+
+    async fn sync(&self, _: &ObjectKey) -> Result<Option<Duration>, String> {
+        let attempt = self.attempts.fetch_add(1, Ordering::SeqCst);
+        if self.fail_on.contains(&attempt) {
+            Err(format!("attempt {attempt}"))
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+/// The failures a key has counted after: a failure (retried), a success, a second sync taken.
+async fn requeues_after_fail_then_succeed<const FORGETS: bool>() -> u32 {
+    let flaky = Arc::new(Flaky::<FORGETS> {
+        fail_on: vec![0],
+        attempts: AtomicUsize::new(0),
+    });
+    let queue = WorkQueue::new();
+    let cancel = CancellationToken::new();
+    let handle = tokio::spawn(run_workers(
+        "test",
+        flaky.clone(),
+        queue.clone(),
+        Arc::new(Shared(Arc::default())),
+        WorkerOptions {
+            workers: 1,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+        },
+        cancel.clone(),
+    ));
+    let key = ObjectKey::new(Some("ns"), "flaky");
+    queue.add(key.clone());
+    while flaky.attempts.load(Ordering::SeqCst) < 2 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    cancel.cancel();
+    handle.await.unwrap();
+    queue.num_requeues(&key)
+}
+
+/// Upstream's CronJob controller keeps a key's failures across a sync that succeeds without asking
+/// for it again; every other controller forgets them.
+#[tokio::test(start_paused = true)]
+async fn a_success_forgets_the_keys_failures_unless_the_controller_keeps_them() {
+    assert_eq!(requeues_after_fail_then_succeed::<true>().await, 0);
+    assert_eq!(requeues_after_fail_then_succeed::<false>().await, 1);
+}

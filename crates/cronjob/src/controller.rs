@@ -181,6 +181,10 @@ pub struct Snapshot {
 
 impl Steps for CronJobController {
     const NAME: &'static str = COMPONENT;
+    /// Upstream's `processNextWorkItem` forgets a key only when the sync asks for it again after a
+    /// delay; a sync with nothing to come back for (the CronJob gone, suspended, its schedule
+    /// unparseable) leaves its failures counted.
+    const FORGETS_AFTER_EVERY_SUCCESS: bool = false;
     type Object = CronJob;
     type Plan = Snapshot;
     type Error = SyncError;
