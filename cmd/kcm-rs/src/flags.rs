@@ -127,17 +127,17 @@ pub struct Args {
     pub namespaces: Vec<String>,
 
     /// The number of deployment objects that are allowed to sync concurrently.
-    #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = at_least_one, help_heading = "Controller flags")]
+    #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = workers, help_heading = "Controller flags")]
     pub concurrent_deployment_syncs: usize,
 
     /// The number of replica sets that are allowed to sync concurrently. Larger number = more
     /// responsive replica management, but more CPU (and network) load.
-    #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = at_least_one, help_heading = "Controller flags")]
+    #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = workers, help_heading = "Controller flags")]
     pub concurrent_replicaset_syncs: usize,
 
     /// The number of replication controllers that are allowed to sync concurrently. Larger number =
     /// more responsive replica management, but more CPU (and network) load.
-    #[arg(long = "concurrent-rc-syncs", default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = at_least_one, help_heading = "Controller flags")]
+    #[arg(long = "concurrent-rc-syncs", default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = workers, help_heading = "Controller flags")]
     pub concurrent_rc_syncs: usize,
 
     /// The number of cron job objects that are allowed to sync concurrently. Larger number = more
@@ -150,7 +150,7 @@ pub struct Args {
     pub concurrent_job_syncs: usize,
 
     /// The number of ttl-after-finished-controller workers that are allowed to sync concurrently.
-    #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = at_least_one, help_heading = "Controller flags")]
+    #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = workers, help_heading = "Controller flags")]
     pub concurrent_ttl_after_finished_syncs: usize,
 
     #[command(flatten)]
@@ -264,6 +264,16 @@ fn lock_type(s: &str) -> Result<String, String> {
     } else {
         Err(format!("Invalid lock-type {s}"))
     }
+}
+
+/// A worker count as KCM takes it for the Deployment, ReplicaSet, ReplicationController and
+/// TTL-after-finished controllers: any 32-bit integer, none of them validated; zero or less starts
+/// no worker (the controller's caches sync, nothing is synced). The Job and CronJob controllers'
+/// counts KCM refuses below 1 ([`at_least_one`]).
+fn workers(s: &str) -> Result<usize, String> {
+    s.parse::<i32>()
+        .map(|n| usize::try_from(n).unwrap_or(0))
+        .map_err(|_| format!("must be a 32-bit integer, not {s:?}"))
 }
 
 fn at_least_one(s: &str) -> Result<usize, String> {

@@ -123,13 +123,34 @@ fn defaults_are_kube_controller_managers() {
 
 #[test]
 fn bad_values_name_the_flag() {
-    let err = parse(&["--concurrent-replicaset-syncs=0"]).unwrap_err();
+    let err = parse(&["--concurrent-job-syncs=0"]).unwrap_err();
+    assert!(err.contains("--concurrent-job-syncs"), "{err}");
+    let err = parse(&["--concurrent-cron-job-syncs=-1"]).unwrap_err();
+    assert!(err.contains("--concurrent-cron-job-syncs"), "{err}");
+    let err = parse(&["--concurrent-replicaset-syncs=many"]).unwrap_err();
     assert!(err.contains("--concurrent-replicaset-syncs"), "{err}");
     let err = parse(&["--kube-api-qps=-1"]).unwrap_err();
     assert!(err.contains("--kube-api-qps"), "{err}");
     let a = parse(&["--leader-elect=false", "--namespace=a", "--namespace=b"]).unwrap();
     assert!(!a.leader_elect);
     assert_eq!(a.namespaces, ["a", "b"]);
+}
+
+/// KCM validates only the Job and CronJob controllers' worker counts; the others start no worker
+/// at zero or less.
+#[test]
+fn worker_counts_below_one_start_no_worker_where_kcm_takes_them() {
+    let a = parse(&[
+        "--concurrent-deployment-syncs=0",
+        "--concurrent-replicaset-syncs=-3",
+        "--concurrent-rc-syncs=0",
+        "--concurrent-ttl-after-finished-syncs=-1",
+    ])
+    .unwrap();
+    assert_eq!(a.concurrent_deployment_syncs, 0);
+    assert_eq!(a.concurrent_replicaset_syncs, 0);
+    assert_eq!(a.concurrent_rc_syncs, 0);
+    assert_eq!(a.concurrent_ttl_after_finished_syncs, 0);
 }
 
 /// KCM's command lines may name the lock type; `leases` is the only one left.

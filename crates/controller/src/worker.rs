@@ -40,7 +40,8 @@ pub trait Reconciler<K = ObjectKey>: Send + Sync + 'static {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WorkerOptions {
-    /// Concurrent syncs (`--concurrent-*-syncs`); at least one runs.
+    /// Concurrent syncs (`--concurrent-*-syncs`); with none, keys wait in the queue, as upstream's
+    /// controllers run with zero workers.
     pub workers: usize,
     pub drain_timeout: Duration,
 }
@@ -60,7 +61,7 @@ pub async fn run_workers<K, R>(
     R: Reconciler<K>,
 {
     let mut workers = JoinSet::new();
-    for _ in 0..options.workers.max(1) {
+    for _ in 0..options.workers {
         let worker = Worker {
             controller,
             reconciler: reconciler.clone(),

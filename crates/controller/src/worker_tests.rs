@@ -211,3 +211,16 @@ async fn a_success_forgets_the_keys_failures_unless_the_controller_keeps_them() 
     assert_eq!(requeues_after_fail_then_succeed::<true>().await, 0);
     assert_eq!(requeues_after_fail_then_succeed::<false>().await, 1);
 }
+
+/// `--concurrent-deployment-syncs=0`: upstream starts no worker; keys wait and shutdown is prompt.
+#[tokio::test(start_paused = true)]
+async fn zero_workers_sync_nothing() {
+    let script = Arc::new(Script::default());
+    let (queue, _, cancel, handle) = start(&script, 0);
+    queue.add(ObjectKey::new(Some("ns"), "waits"));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(script.synced.lock().is_empty());
+    assert_eq!(queue.len(), 1);
+    cancel.cancel();
+    handle.await.unwrap();
+}
