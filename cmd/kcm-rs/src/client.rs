@@ -89,7 +89,8 @@ pub async fn config(args: &Args) -> Result<kube::Config, ClientError> {
     Ok(config)
 }
 
-/// The configuration in the kubeconfig at `path`, else inferred.
+/// The configuration in the kubeconfig at `path`; without one, in-cluster, else `$KUBECONFIG` or
+/// `~/.kube/config`.
 ///
 /// Its `proxy_url` is the kubeconfig cluster's `proxy-url` alone: kube puts `HTTPS_PROXY` there when
 /// the cluster names none, where client-go leaves the environment to the transport, which also reads
@@ -109,14 +110,19 @@ async fn config_from(path: Option<&std::path::Path>) -> Result<kube::Config, Cli
             config.proxy_url = proxy;
             Ok(config)
         }
-        None => {
-            let mut config = kube::Config::infer().await.map_err(ClientError::Infer)?;
-            // Only a configuration read from a kubeconfig has one (in-cluster sets none).
-            if config.proxy_url.is_some() {
-                config.proxy_url = Kubeconfig::read().ok().and_then(|kc| cluster_proxy(&kc));
+        // In-cluster first, as KCM without --kubeconfig (client-go `BuildConfigFromFlags`); kube's
+        // `infer` would read a kubeconfig first, then fall back to in-cluster.
+        None => match kube::Config::incluster() {
+            Ok(config) => Ok(config),
+            Err(_) => {
+                let mut config = kube::Config::infer().await.map_err(ClientError::Infer)?;
+                // Only a configuration read from a kubeconfig has one (in-cluster sets none).
+                if config.proxy_url.is_some() {
+                    config.proxy_url = Kubeconfig::read().ok().and_then(|kc| cluster_proxy(&kc));
+                }
+                Ok(config)
             }
-            Ok(config)
-        }
+        },
     }
 }
 
