@@ -161,7 +161,11 @@ impl KcmRs {
         let pid = self.child.id();
         wait_for(&format!("kcm-rs (pid {pid}) to log {needle:?}"), timeout, || {
             let text = self.log_text();
-            let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
+            // A child that exited stays in /proc, a zombie, until it is waited for.
+            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+            });
             async move {
                 if text.contains(needle) {
                     Ok(())

@@ -171,7 +171,8 @@ async fn a_kubeconfig_proxy_url_carries_every_request() {
     .await;
 }
 
-/// `HTTPS_PROXY` carries a server only the proxy can resolve; it leaves a loopback server alone.
+/// `HTTPS_PROXY` carries a server only the proxy can resolve; it leaves a loopback server alone, and
+/// is not even read for one.
 #[tokio::test]
 async fn https_proxy_from_the_environment_spares_loopback_servers() {
     let cluster = Cluster::connect().await;
@@ -216,6 +217,13 @@ async fn https_proxy_from_the_environment_spares_loopback_servers() {
             vec![],
             "a loopback server went through the proxy"
         );
+        drop(kcm);
+
+        // Nor is a proxy URL that does not parse read for it (kube's kubeconfig loader would fail
+        // on one).
+        let garbage = [("HTTPS_PROXY", "http://pro xy:3128")];
+        let kcm = KcmRs::spawn_env(&cluster, "https-proxy-garbage", &args, None, &garbage);
+        kcm.wait_log("caches synced", Duration::from_secs(60)).await;
     })
     .await;
 }

@@ -25,7 +25,7 @@ use http::{HeaderValue, Method, Request, header::InvalidHeaderValue, header::USE
 use kube::{
     Client,
     client::{Body, ClientBuilder},
-    config::{InferConfigError, KubeConfigOptions, Kubeconfig, KubeconfigError},
+    config::{InClusterError, KubeConfigOptions, Kubeconfig, KubeconfigError},
 };
 use sharding::{FenceLayer, Fenced, WriteFence};
 use tower::{Layer, Service};
@@ -53,8 +53,11 @@ pub const LEADER_ELECTION: &str = "leader-election";
 pub enum ClientError {
     #[error("--kubeconfig {}: {source}", path.display())]
     Kubeconfig { path: PathBuf, source: KubeconfigError },
-    #[error("no --kubeconfig given and none could be inferred: {0}")]
-    Infer(#[source] InferConfigError),
+    #[error("no --kubeconfig given, not in a cluster ({in_cluster}), and no kubeconfig: {kubeconfig}")]
+    NoConfig {
+        in_cluster: InClusterError,
+        kubeconfig: KubeconfigError,
+    },
     #[error("--master {master:?} is not a URL: {source}")]
     Master {
         master: String,
@@ -91,10 +94,6 @@ pub async fn config(args: &Args) -> Result<kube::Config, ClientError> {
 
 /// The configuration in the kubeconfig at `path`; without one, in-cluster, else `$KUBECONFIG` or
 /// `~/.kube/config`.
-///
-/// Its `proxy_url` is the kubeconfig cluster's `proxy-url` alone: kube puts `HTTPS_PROXY` there when
-/// the cluster names none, where client-go leaves the environment to the transport, which also reads
-/// `NO_PROXY` and never proxies a loopback server (`crate::proxy`).
 async fn config_from(path: Option<&std::path::Path>) -> Result<kube::Config, ClientError> {
     match path {
         Some(path) => {
@@ -103,32 +102,60 @@ async fn config_from(path: Option<&std::path::Path>) -> Result<kube::Config, Cli
                 source,
             };
             let kc = Kubeconfig::read_from(path).map_err(kubeconfig)?;
-            let proxy = cluster_proxy(&kc);
-            let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-                .await
-                .map_err(kubeconfig)?;
-            config.proxy_url = proxy;
-            Ok(config)
+            from_kubeconfig(kc).await.map_err(kubeconfig)
         }
         // In-cluster first, as KCM without --kubeconfig (client-go `BuildConfigFromFlags`); kube's
         // `infer` would read a kubeconfig first, then fall back to in-cluster.
         None => match kube::Config::incluster() {
             Ok(config) => Ok(config),
-            Err(_) => {
-                let mut config = kube::Config::infer().await.map_err(ClientError::Infer)?;
-                // Only a configuration read from a kubeconfig has one (in-cluster sets none).
-                if config.proxy_url.is_some() {
-                    config.proxy_url = Kubeconfig::read().ok().and_then(|kc| cluster_proxy(&kc));
-                }
-                Ok(config)
+            Err(in_cluster) => {
+                let kc = match Kubeconfig::read() {
+                    Ok(kc) => kc,
+                    Err(kubeconfig) => {
+                        return Err(ClientError::NoConfig {
+                            in_cluster,
+                            kubeconfig,
+                        });
+                    }
+                };
+                from_kubeconfig(kc)
+                    .await
+                    .map_err(|kubeconfig| ClientError::NoConfig {
+                        in_cluster,
+                        kubeconfig,
+                    })
             }
         },
     }
 }
 
-/// The `proxy-url` of the current context's cluster, if it names one that parses (kube has read the
-/// same value and failed the load if it did not).
-fn cluster_proxy(kc: &Kubeconfig) -> Option<http::Uri> {
+/// What kube reads in place of the environment's proxy while it loads a kubeconfig (see
+/// [`from_kubeconfig`]); never used to connect.
+const NO_PROXY_STAND_IN: &str = "http://kcm-rs-reads-the-environment-later.invalid";
+
+/// kube's configuration from `kc`, whose `proxy_url` is the current cluster's `proxy-url` alone.
+///
+/// kube reads `HTTPS_PROXY` into it when the cluster names none, and fails the load on a value that
+/// does not parse; client-go leaves the environment to its transport, which reads it only for a
+/// server it would proxy (`crate::proxy`: not a loopback one, nor one `NO_PROXY` names). So kube
+/// is given a stand-in to read, and the configuration none.
+async fn from_kubeconfig(mut kc: Kubeconfig) -> Result<kube::Config, KubeconfigError> {
+    let mut stand_in = false;
+    if let Some(c) = current_cluster(&mut kc)
+        && c.proxy_url.as_deref().is_none_or(str::is_empty)
+    {
+        c.proxy_url = Some(NO_PROXY_STAND_IN.to_owned());
+        stand_in = true;
+    }
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+    if stand_in {
+        config.proxy_url = None;
+    }
+    Ok(config)
+}
+
+/// The current context's cluster, as kube resolves it.
+fn current_cluster(kc: &mut Kubeconfig) -> Option<&mut kube::config::Cluster> {
     let context = kc.current_context.as_deref()?;
     let cluster = kc
         .contexts
@@ -137,16 +164,12 @@ fn cluster_proxy(kc: &Kubeconfig) -> Option<http::Uri> {
         .context
         .as_ref()?
         .cluster
-        .as_str();
-    let url = kc
-        .clusters
-        .iter()
+        .clone();
+    kc.clusters
+        .iter_mut()
         .find(|c| c.name == cluster)?
         .cluster
-        .as_ref()?
-        .proxy_url
-        .as_deref()?;
-    url.parse().ok()
+        .as_mut()
 }
 
 /// The clients that review the endpoint server's requests: `--authentication-kubeconfig` and

@@ -22,7 +22,7 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30 + 10);
 
 /// No connection within the bound.
 #[derive(Debug, thiserror::Error)]
-#[error("connecting to the API server took longer than {0:?} (TCP and TLS handshake)")]
+#[error("connecting to the API server took longer than {0:?} (TCP, any proxy handshake, TLS)")]
 pub struct ConnectTimedOut(pub Duration);
 
 /// A connector whose connections are set up within `limit`, or fail.

@@ -104,17 +104,13 @@ pub fn route(
     if !uses_proxy(server, &no_proxy) {
         return Ok(Route::Direct);
     }
-    // Go reads a value without a scheme as an http:// proxy, and goes direct when even that does not
-    // parse; a scheme it cannot use fails every request, here the start.
+    // Go reads a value without a scheme as an http:// proxy. One that does not parse even so Go
+    // drops, and it mostly parses into a host no request reaches; either way, here it fails the start.
     let url = if url.contains("://") {
         url
     } else {
         format!("http://{url}")
     };
-    if let Err(e) = url.parse::<Uri>() {
-        tracing::warn!(variable = name, url = redacted(&url), error = %e, "ignoring a proxy URL that does not parse, as client-go does");
-        return Ok(Route::Direct);
-    }
     parse(&url, name, &["http", "https", "socks5", "socks5h"])
 }
 
@@ -153,7 +149,9 @@ fn parse(url: &str, source_name: &str, schemes: &[&str]) -> Result<Route, ProxyE
         .as_str()
         .rsplit_once('@')
         .map_or(authority.as_str(), |(_, hp)| hp);
-    if !host_port.ends_with(']') && host_port.contains(':') && authority.port_u16().is_none() {
+    // `host:` is the scheme's port, as in Go; `host:x` no port at all.
+    let port_text = host_port.rsplit_once(':').filter(|_| !host_port.ends_with(']'));
+    if port_text.is_some_and(|(_, p)| !p.is_empty()) && authority.port_u16().is_none() {
         return Err(invalid("the port is not a number".into()));
     }
     let port = match (authority.port_u16(), scheme.as_str()) {
@@ -198,18 +196,25 @@ fn basic_auth(user: &str, pass: &str) -> HeaderValue {
     value
 }
 
-/// A proxy URL as a log or an error may show it: without its password.
+/// A proxy URL as a log or an error may show it: a user name before a password, never the password
+/// (the user information ends at the authority's last `@`).
 pub fn redacted(url: &str) -> String {
-    match url.split_once("://").and_then(|(scheme, rest)| {
-        let (info, host) = rest.split_once('@')?;
-        Some(match info.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-            None => format!("{scheme}://{info}@{host}"),
-        })
-    }) {
-        Some(shown) => shown,
-        None => url.to_owned(),
-    }
+    let (scheme, rest) = url.split_once("://").map_or(("", url), |(s, r)| (s, r));
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let Some((info, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    // A user name alone may be the secret (a token).
+    let shown = info
+        .split_once(':')
+        .map_or("***".to_owned(), |(user, _)| format!("{user}:***"));
+    let scheme = if scheme.is_empty() {
+        String::new()
+    } else {
+        format!("{scheme}://")
+    };
+    format!("{scheme}{shown}@{host}{tail}")
 }
 
 /// Whether a request to `server` goes through the environment's proxy under the `NO_PROXY` list
@@ -218,6 +223,10 @@ fn uses_proxy(server: &Uri, no_proxy: &str) -> bool {
     let Some(host) = server.host() else {
         return true;
     };
+    // Go compares `localhost` before it lowers the case: `LOCALHOST` is proxied.
+    if host == "localhost" {
+        return false;
+    }
     let host = host
         .trim_start_matches('[')
         .trim_end_matches(']')
@@ -230,7 +239,8 @@ fn uses_proxy(server: &Uri, no_proxy: &str) -> bool {
             443
         });
     let ip = host.parse::<IpAddr>().ok();
-    if host == "localhost" || ip.is_some_and(|ip| ip.is_loopback()) {
+    // `::ffff:127.0.0.1` too, as Go's `IsLoopback`.
+    if ip.is_some_and(|ip| ip.to_canonical().is_loopback()) {
         return false;
     }
     !no_proxy
@@ -266,13 +276,18 @@ fn exempts(entry: &str, host: &str, ip: Option<IpAddr>, port: u16) -> bool {
     matches && port_matches
 }
 
-/// `host:port`, `[v6]:port` or a bare host; an entry whose port is not a number has none (Go's
-/// `SplitHostPort` fails and the whole entry is the host).
+/// `host:port`, `[v6]:port` or a bare host. A port that is not a number keeps the whole entry as
+/// the host, which then matches nothing, as Go's entry with that port matches no server's. A
+/// bracketed address without a port stays whole too (Go's `SplitHostPort` refuses it, and
+/// `[fd00::5]` is then no IP).
 fn split_port(entry: &str) -> (&str, Option<u16>) {
     if let Some(rest) = entry.strip_prefix('[')
         && let Some((v6, after)) = rest.split_once(']')
     {
-        return (v6, after.strip_prefix(':').and_then(|p| p.parse().ok()));
+        return match after.strip_prefix(':').map(str::parse) {
+            Some(Ok(port)) => (v6, Some(port)),
+            _ => (entry, None),
+        };
     }
     match entry.rsplit_once(':') {
         Some((host, port)) if !host.contains(':') => match port.parse() {

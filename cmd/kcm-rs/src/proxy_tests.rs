@@ -75,11 +75,17 @@ fn loopback_servers_are_never_proxied_from_the_environment() {
         "https://127.0.0.1:6443",
         "https://127.1.2.3",
         "https://[::1]:6443",
+        "https://[::ffff:127.0.0.1]:6443",
     ] {
         assert_eq!(route_to(server, None, &vars), Route::Direct, "{server}");
     }
     assert_eq!(
         via(&route_to("https://10.0.0.1", None, &vars)),
+        "http://proxy:3128"
+    );
+    // Go compares `localhost` as written.
+    assert_eq!(
+        via(&route_to("https://LOCALHOST", None, &vars)),
         "http://proxy:3128"
     );
 }
@@ -108,6 +114,9 @@ fn no_proxy_entries_as_go_reads_them() {
         ("fd00::/8", "https://[fd00::5]:6443", false),
         ("[fd00::5]:6443", "https://[fd00::5]:6443", false),
         ("fd00::5", "https://[fd00::5]", false),
+        // Brackets without a port are no address to Go.
+        ("[fd00::5]", "https://[fd00::5]", true),
+        ("example.com:https", "https://example.com", true),
         // A domain entry never matches an IP server, nor an IP entry a name.
         ("10.96.0.1", "https://kubernetes.default.svc", true),
         ("1.2.3.4.nip.io", "https://1.2.3.4", true),
@@ -139,11 +148,20 @@ fn proxy_urls_parse_as_go_and_client_go_take_them() {
         via(&https("socks5h://proxy:9050").unwrap()),
         "socks5h://proxy:9050"
     );
-    // A scheme no transport speaks fails the start; a value that does not parse is ignored.
+    assert_eq!(via(&https("http://proxy:").unwrap()), "http://proxy:80");
+    // A scheme no transport speaks, or a value that does not parse, fails the start.
     let err = https("ftp://proxy:21").unwrap_err().to_string();
     assert!(err.contains("HTTPS_PROXY") && err.contains("scheme"), "{err}");
-    assert_eq!(https("http://pro xy:3128").unwrap(), Route::Direct);
+    let err = https("http://pro xy:3128").unwrap_err().to_string();
+    assert!(err.contains("HTTPS_PROXY"), "{err}");
     assert!(https("http://proxy:port").is_err(), "a port that is not a number");
+    // ... unless the server goes direct anyway: Go never reads it then.
+    let loopback = route(
+        None,
+        &"https://127.0.0.1:6443".parse().unwrap(),
+        env(&[("HTTPS_PROXY", "http://pro xy:3128")]),
+    );
+    assert_eq!(loopback.unwrap(), Route::Direct);
     // The kubeconfig's proxy-url: client-go's three schemes.
     let kc = |url: &str| route(Some(url), &"https://api.example.com".parse().unwrap(), env(&[]));
     assert!(matches!(kc("socks5://proxy:1080").unwrap(), Route::Socks { .. }));
@@ -180,7 +198,15 @@ fn credentials_come_from_the_url_and_stay_out_of_errors() {
     .unwrap_err()
     .to_string();
     assert!(!err.contains("secret"), "{err}");
-    assert_eq!(redacted("http://bob:secret@proxy:1"), "http://bob:***@proxy:1");
+    for (url, shown) in [
+        ("http://bob:secret@proxy:1", "http://bob:***@proxy:1"),
+        ("http://bob:p@ss@proxy:1/", "http://bob:***@proxy:1/"),
+        ("bob:secret@proxy:3128", "bob:***@proxy:3128"),
+        ("http://token@proxy", "http://***@proxy"),
+        ("http://proxy:3128", "http://proxy:3128"),
+    ] {
+        assert_eq!(redacted(url), shown, "{url}");
+    }
     let socks = route_to("https://api.example.com", Some("socks5://bob:secret@proxy"), &[]);
     assert!(!format!("{socks:?}").contains("secret"), "{socks:?}");
 }

@@ -40,7 +40,10 @@ use crate::{
     stall::StallGuard,
 };
 use rustls::pki_types::{InvalidDnsNameError, ServerName};
-use tower::{BoxError, ServiceBuilder, ServiceExt as _, util::BoxCloneSyncService};
+use tower::{
+    BoxError, ServiceBuilder, ServiceExt as _,
+    util::{BoxCloneSyncService, MapRequest},
+};
 
 /// How long an HTTP/2 connection may read nothing before a ping checks it (client-go:
 /// `ReadIdleTimeout`, `readIdleTimeoutSeconds()` in apimachinery's pkg/util/net/http.go). A watch
@@ -141,17 +144,38 @@ where
             if let Some((user, pass)) = auth {
                 socks = socks.with_auth(user.clone(), pass.clone());
             }
+            let socks: WithPort<_> = MapRequest::new(socks, with_port);
             over_tls(socks, config, resend_unsent)?
         }
     })
 }
 
-fn tunnel<C>(proxy: &Uri, auth: &Option<HeaderValue>, connector: C) -> Tunnel<C> {
+fn tunnel<C>(proxy: &Uri, auth: &Option<HeaderValue>, connector: C) -> WithPort<Tunnel<C>> {
     let tunnel = Tunnel::new(proxy.clone(), connector);
-    match auth {
+    let tunnel = match auth {
         Some(auth) => tunnel.with_auth(auth.clone()),
         None => tunnel,
-    }
+    };
+    MapRequest::new(tunnel, with_port as fn(Uri) -> Uri)
+}
+
+/// A proxy connector given its target with the port spelt out: hyper-util's tunnels take a target
+/// without one for port 443, an `http://` server's too.
+type WithPort<C> = MapRequest<C, fn(Uri) -> Uri>;
+
+/// `uri` with its scheme's port when it names none.
+fn with_port(uri: Uri) -> Uri {
+    let (Some(authority), None) = (uri.authority(), uri.port_u16()) else {
+        return uri;
+    };
+    let port = if uri.scheme() == Some(&Scheme::HTTP) {
+        80
+    } else {
+        443
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.authority = format!("{}:{port}", authority.host()).parse().ok();
+    Uri::from_parts(parts).unwrap_or(uri)
 }
 
 /// TLS to the API server over the connections `connector` opens, offering h2, then http/1.1, by

@@ -293,3 +293,17 @@ fn a_proxy_url_no_transport_speaks_is_named() {
         "{err}"
     );
 }
+
+/// hyper-util's tunnels read a target without a port as port 443; an `http://` server's is 80.
+#[test]
+fn tunnel_targets_carry_their_port() {
+    use super::with_port;
+    for (uri, want) in [
+        ("http://api.example.com/", "http://api.example.com:80/"),
+        ("https://api.example.com", "https://api.example.com:443/"),
+        ("https://api.example.com:6443/", "https://api.example.com:6443/"),
+        ("http://[fd00::5]/", "http://[fd00::5]:80/"),
+    ] {
+        assert_eq!(with_port(uri.parse().unwrap()).to_string(), want, "{uri}");
+    }
+}
