@@ -79,6 +79,22 @@ pub fn https_put(port: u16, path: &str, body: &str, creds: &Creds) -> (u16, Stri
     )
 }
 
+/// GET over HTTPS with `Accept: accept`: (status, content type, body).
+pub fn https_get_accepting(port: u16, path: &str, creds: &Creds, accept: &str) -> (u16, String, String) {
+    let (code, text) = curl(
+        &[
+            "-H",
+            &format!("Accept: {accept}"),
+            "-w",
+            "\n%{content_type}\n%{http_code}",
+        ],
+        &format!("https://127.0.0.1:{port}{path}"),
+        creds,
+    );
+    let (body, content_type) = text.rsplit_once('\n').unwrap_or(("", ""));
+    (code, content_type.to_owned(), body.to_owned())
+}
+
 /// A plain-HTTP request to the HTTPS port: (status, body).
 pub fn plain_http_get(port: u16) -> (u16, String) {
     curl_get(&format!("http://127.0.0.1:{port}/metrics"), &Creds::default())

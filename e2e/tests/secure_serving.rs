@@ -12,7 +12,8 @@ use std::{process::Command, time::Duration};
 use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     serving::{
-        Creds, UpstreamKcm, a_ca, client_cert, cluster_ca, https_get, https_put, normalized, plain_http_get,
+        Creds, UpstreamKcm, a_ca, client_cert, cluster_ca, https_get, https_get_accepting, https_put,
+        normalized, plain_http_get,
     },
     wait_for, with_namespace,
 };
@@ -170,6 +171,17 @@ async fn disruptive_serves_like_upstream_kcm_and_keeps_reconciling() {
                 },
                 401,
             ),
+            // The z-pages (KCM 1.36: ComponentFlagz, ComponentStatusz, beta and on) need the right too.
+            ("no credentials, flagz", "/flagz", Creds::default(), 403),
+            (
+                "token with the metrics role, statusz",
+                "/statusz",
+                Creds {
+                    token: Some(reader_token.clone()),
+                    cert: None,
+                },
+                403,
+            ),
             // --profiling (on by default in both): the CPU profile needs the right to get the path.
             (
                 "no credentials, CPU profile",
@@ -316,6 +328,50 @@ async fn disruptive_serves_like_upstream_kcm_and_keeps_reconciling() {
                 );
             }
         }
+
+        // /flagz and /statusz: text for people, a typed object when asked for one (the same fields in
+        // both), 406 for a bare JSON type. The flags and the component's name differ.
+        let mut fields = Vec::new();
+        for (who, port) in [("kube-controller-manager", upstream.port), ("kcm-rs", kcm.port)] {
+            let (code, content_type, body) = https_get_accepting(port, "/flagz", &admin_creds, "*/*");
+            let lines: Vec<&str> = body.lines().take(3).collect();
+            assert!(
+                code == 200
+                    && content_type == "text/plain; charset=utf-8"
+                    && lines[..2] == ["", &format!("{who} flagz")]
+                    && lines[2].starts_with("Warning: This endpoint is not meant to be machine parseable"),
+                "{who} /flagz: {code} {content_type}\n{body}"
+            );
+            for kind in ["Flagz", "Statusz"] {
+                let accept = format!("application/json;v=v1beta1;g=config.k8s.io;as={kind}");
+                let page = format!("/{}", kind.to_lowercase());
+                let (code, content_type, body) = https_get_accepting(port, &page, &admin_creds, &accept);
+                let object: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+                assert!(
+                    code == 200
+                        && content_type == format!("application/json;g=config.k8s.io;v=v1beta1;as={kind}")
+                        && object["kind"] == kind
+                        && object["apiVersion"] == "config.k8s.io/v1beta1"
+                        && object["metadata"]["name"] == who,
+                    "{who} {page} as {kind}: {code} {content_type}\n{body}"
+                );
+                let keys: Vec<String> = object
+                    .as_object()
+                    .map(|o| o.keys().cloned().collect())
+                    .unwrap_or_default();
+                fields.push((kind, keys));
+            }
+            let (code, _, body) = https_get_accepting(port, "/statusz", &admin_creds, "application/json");
+            assert!(
+                code == 406 && body.contains("\"NotAcceptable\""),
+                "{who} /statusz as bare JSON: {code}\n{body}"
+            );
+        }
+        assert_eq!(
+            fields[..2],
+            fields[2..],
+            "the typed objects' fields, upstream's then kcm-rs's"
+        );
 
         // /healthz as k8s.io/apiserver's handler answers it, and its SLIs at /metrics/slis. The two
         // run different controllers, so the checks' names differ; the shapes must not.

@@ -96,6 +96,7 @@ fn layout(args: &Args) -> anyhow::Result<informer::Layout> {
 /// kube-controller-manager's start-up, step by step: connect, serve, elect, start the controllers,
 /// lead until stopped, shut down.
 async fn run(args: Args, verbosity: Arc<Verbosity>) -> anyhow::Result<ExitCode> {
+    let started = std::time::SystemTime::now();
     let enabled = controllers::enabled_controllers(&args.controllers)?;
     controllers::check_gates(&enabled, &args.feature_gates)?;
     if args.shards > 1 && (args.shadow || !args.leader_elect) {
@@ -143,6 +144,8 @@ async fn run(args: Args, verbosity: Arc<Verbosity>) -> anyhow::Result<ExitCode> 
         shards: shard_status.clone(),
         profiling: args.profiling,
         verbosity: args.profiling.then_some(verbosity),
+        flags: args.flag_values.clone(),
+        started,
     };
     let server = serve(&args, &delegation, endpoints, &server_cancel).await?;
 

@@ -1,6 +1,6 @@
 //! Command-line flags, with kube-controller-manager's names and defaults.
 
-use std::{ffi::OsString, path::PathBuf, time::Duration};
+use std::{collections::BTreeMap, ffi::OsString, path::PathBuf, time::Duration};
 
 use clap::{ArgAction, CommandFactory as _, FromArgMatches as _, Parser, ValueEnum, error::ErrorKind};
 use controller::features::{FeatureGates, Setting};
@@ -121,6 +121,11 @@ pub struct Args {
     /// to check the gates' dependencies.
     #[arg(skip)]
     pub feature_gates: FeatureGates,
+
+    /// Every flag by its long name with its value as given, else its default (several values joined
+    /// by `,`): what `/flagz` shows. Set by [`Args::try_parse_flags_from`].
+    #[arg(skip)]
+    pub flag_values: BTreeMap<String, String>,
 
     /// Limit every informer to this namespace (repeatable). Default: all namespaces.
     #[arg(long = "namespace", value_name = "NAMESPACE", help_heading = "Generic flags")]
@@ -334,7 +339,9 @@ impl Args {
         T: Into<OsString> + Clone,
     {
         let args = args.into_iter().map(Into::into).map(word_separators_as_dashes);
-        let mut a = Self::from_arg_matches(&command.try_get_matches_from(args)?)?;
+        let matches = command.clone().try_get_matches_from(args)?;
+        let mut a = Self::from_arg_matches(&matches)?;
+        a.flag_values = flag_values(&command, &matches);
         let settings: Vec<Setting> = a
             .feature_gate_settings
             .iter()
@@ -348,6 +355,30 @@ impl Args {
         })?;
         Ok(a)
     }
+}
+
+/// Each flag's value as the command line gave it or as it defaults, by long name (`--help` and
+/// `--version` left out).
+fn flag_values(command: &clap::Command, matches: &clap::ArgMatches) -> BTreeMap<String, String> {
+    command
+        .get_arguments()
+        .filter_map(|arg| {
+            let name = arg.get_long()?;
+            if matches!(name, "help" | "version") {
+                return None;
+            }
+            let value = matches
+                .get_raw(arg.get_id().as_str())
+                .map(|values| {
+                    values
+                        .map(|v| v.to_string_lossy().into_owned())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_default();
+            Some((name.to_owned(), value))
+        })
+        .collect()
 }
 
 /// `--kube_api_qps=20` as `--kube-api-qps=20`: KCM's flag set normalizes `_` in a flag's name to

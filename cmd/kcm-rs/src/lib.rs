@@ -40,6 +40,7 @@ mod slis;
 mod stall;
 mod transport;
 mod verbosity;
+mod zpages;
 
 pub use controllers::ControllersError;
 pub use embed::{ControllerManager, EmbedError, Running};

@@ -1,8 +1,9 @@
-//! /metrics, /debug/shadow, /debug/shards, the profiles and the health endpoints (`crate::healthz`),
+//! /metrics, /debug/shadow, /debug/shards, the profiles, the health endpoints (`crate::healthz`) and
+//! the z-pages (`crate::zpages`),
 //! routed by axum and served by `secure_serving` over HTTPS behind delegated authentication and
 //! authorization.
 
-use std::sync::Arc;
+use std::{collections::BTreeMap, sync::Arc, time::SystemTime};
 
 use axum::{
     Json, Router,
@@ -34,7 +35,14 @@ pub struct Endpoints {
     pub profiling: bool,
     /// With `--profiling`, as KCM: `PUT /debug/flags/v` (`crate::verbosity`).
     pub verbosity: Option<Arc<crate::verbosity::Verbosity>>,
+    /// What `/flagz` lists (`Args::flag_values`).
+    pub flags: BTreeMap<String, String>,
+    /// When the process started, for `/statusz`.
+    pub started: SystemTime,
 }
+
+/// The top-level paths `/statusz` lists: every one this server answers but `/statusz` itself.
+const LISTED_PATHS: [&str; 6] = ["/debug", "/flagz", "/healthz", "/livez", "/metrics", "/readyz"];
 
 /// Serves until `cancel` fires.
 pub async fn serve(
@@ -55,8 +63,14 @@ pub async fn serve(
     if let Some(v) = endpoints.verbosity {
         app = app.merge(crate::verbosity::routes(v));
     }
+    let zpages = crate::zpages::ZPages::new(
+        endpoints.flags,
+        endpoints.started,
+        LISTED_PATHS.map(str::to_owned).to_vec(),
+    );
     let app = app
         .merge(crate::healthz::routes(endpoints.health))
+        .merge(crate::zpages::routes(Arc::new(zpages)))
         .fallback(not_found)
         .with_state(AppState {
             metrics: endpoints.metrics,

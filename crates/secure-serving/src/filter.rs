@@ -72,6 +72,12 @@ pub async fn filter(State(guard): State<Arc<Guard>>, req: Request, next: Next) -
     }
 }
 
+/// A `Status` failure answer without `details`, as the API server writes one: for a handler's own
+/// refusals (a 406, say), in the same form as the filters' 401 and 403.
+pub fn failure_status(code: StatusCode, reason: &str, message: &str) -> Response {
+    status(code, reason, message, false)
+}
+
 /// A `Status` failure body as the API server writes one, fields in its order.
 fn status(code: StatusCode, reason: &str, message: &str, details: bool) -> Response {
     let body = format!(

@@ -44,6 +44,7 @@ mod tests;
 pub use accept::{HANDSHAKE_TIMEOUT, PLAIN_HTTP_RESPONSE, SHUTDOWN_GRACE};
 pub use cipher_suites::GO_SUITES_NOT_IN_RUSTLS;
 pub use error::ServingError;
+pub use filter::failure_status;
 pub use server::{
     ALPN, Config, DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_AUTHORIZED_TTL, DEFAULT_TOKEN_CACHE_TTL,
     DEFAULT_UNAUTHORIZED_TTL, SecureServer,

@@ -1,0 +1,258 @@
+//! `/flagz` and `/statusz`, which kube-controller-manager serves from 1.36 (the `ComponentFlagz` and
+//! `ComponentStatusz` gates, beta and on): the flags the process runs with, and when it started,
+//! what it is and which paths it serves. Both answer text, meant for people and worded so that no
+//! script leans on it (a separator chosen at random among four), or, asked with
+//! `Accept: application/json;g=config.k8s.io;v=v1beta1;as=Flagz` (or `v1alpha1`, deprecated, or
+//! `as=Statusz`), a typed JSON object, as k8s.io/apiserver's `flagz` and `statusz` packages do.
+//! Other media types, YAML among them (upstream also offers it), get a 406 `Status`.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, OnceLock},
+    time::SystemTime,
+};
+
+use axum::{
+    Router,
+    extract::State,
+    http::{HeaderMap, HeaderValue, StatusCode, Uri, header},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use rand::seq::IndexedRandom as _;
+use serde_json::json;
+
+/// The name in both pages' headings and objects (KCM's is `kube-controller-manager`).
+const COMPONENT: &str = "kcm-rs";
+/// The API group of the typed answers (k8s.io/apiserver `flagz/api`, `statusz/api`).
+const GROUP: &str = "config.k8s.io";
+/// Versions of the typed answers; the first is current, the others answer with a warning.
+const VERSIONS: [&str; 2] = ["v1beta1", "v1alpha1"];
+/// The text answers' separators between a name and its value, one picked at random (upstream's
+/// `delimiters`), so that the text is read by people, not parsed.
+const SEPARATORS: [&str; 4] = [":", ": ", "=", " "];
+/// What both text pages start with (upstream's `headerFmt`).
+const WARNING: &str = "Warning: This endpoint is not meant to be machine parseable, has no formatting \
+                       compatibility guarantees and is for debugging purposes only.";
+/// The Kubernetes release whose controllers kcm-rs behaves as (`emulationVersion`).
+const EMULATED: &str = "1.36";
+
+/// What the pages show.
+pub struct ZPages {
+    /// Every flag with its value, given or default.
+    pub flags: BTreeMap<String, String>,
+    pub started: SystemTime,
+    pub binary_version: String,
+    /// The top-level paths the server answers, but these pages' own `/statusz` (as upstream lists
+    /// its mux's paths before it adds `/statusz`).
+    pub paths: Vec<String>,
+    /// The text of `/flagz`, made once: upstream caches it, separator and all.
+    flagz_text: OnceLock<String>,
+}
+
+impl ZPages {
+    pub fn new(flags: BTreeMap<String, String>, started: SystemTime, paths: Vec<String>) -> Self {
+        Self {
+            flags,
+            started,
+            binary_version: crate::flags::VERSION.trim_start_matches('v').to_owned(),
+            paths,
+            flagz_text: OnceLock::new(),
+        }
+    }
+}
+
+pub fn routes<S: Clone + Send + Sync + 'static>(pages: Arc<ZPages>) -> Router<S> {
+    Router::new()
+        .route("/flagz", get(flagz))
+        .route("/statusz", get(statusz))
+        .with_state(pages)
+}
+
+/// What a request's `Accept` asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Wanted {
+    Text,
+    /// The typed object in this version.
+    Json(&'static str),
+    NotAcceptable,
+}
+
+/// Reads `Accept` as upstream's negotiation does for these pages: none, `text/plain` or a wildcard
+/// is text; `application/json` only with this page's kind (`as`), group and a known version.
+/// Ranges are tried in their order of preference (`q`).
+fn wanted(accept: Option<&str>, kind: &str) -> Wanted {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return Wanted::Text;
+    };
+    let mut ranges: Vec<(f32, Wanted)> = accept
+        .split(',')
+        .map(|range| {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or_default().to_ascii_lowercase();
+            let params: BTreeMap<String, String> = parts
+                .filter_map(|p| p.split_once('='))
+                .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+                .collect();
+            let q = params.get("q").and_then(|q| q.parse().ok()).unwrap_or(1.0);
+            let typed = params.get("as").map(String::as_str) == Some(kind)
+                && params.get("g").map(String::as_str) == Some(GROUP);
+            let version = params
+                .get("v")
+                .and_then(|v| VERSIONS.into_iter().find(|known| known == v));
+            let w = match media.as_str() {
+                "text/plain" | "text/*" | "*/*" => Wanted::Text,
+                "application/json" => match version {
+                    Some(v) if typed => Wanted::Json(v),
+                    _ => Wanted::NotAcceptable,
+                },
+                _ => Wanted::NotAcceptable,
+            };
+            (q, w)
+        })
+        .filter(|(q, _)| *q > 0.0)
+        .collect();
+    ranges.sort_by(|a, b| b.0.total_cmp(&a.0));
+    ranges
+        .into_iter()
+        .map(|(_, w)| w)
+        .find(|w| *w != Wanted::NotAcceptable)
+        .unwrap_or(Wanted::NotAcceptable)
+}
+
+async fn flagz(State(pages): State<Arc<ZPages>>, headers: HeaderMap, uri: Uri) -> Response {
+    match wanted(accept(&headers), "Flagz") {
+        Wanted::Text => text(pages.flagz_text.get_or_init(|| flagz_text(&pages.flags)).clone()),
+        Wanted::Json(version) => typed(
+            "Flagz",
+            "flagz",
+            version,
+            json!({"flags": pages.flags}),
+            pretty(&headers, &uri),
+        ),
+        Wanted::NotAcceptable => not_acceptable(),
+    }
+}
+
+async fn statusz(State(pages): State<Arc<ZPages>>, headers: HeaderMap, uri: Uri) -> Response {
+    let started = jiff::Timestamp::try_from(pages.started).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    let up = SystemTime::now()
+        .duration_since(pages.started)
+        .map_or(0, |d| d.as_secs());
+    match wanted(accept(&headers), "Statusz") {
+        Wanted::Text => text(statusz_text(&pages, started, up)),
+        Wanted::Json(version) => typed(
+            "Statusz",
+            "statusz",
+            version,
+            json!({
+                "startTime": started.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                "uptimeSeconds": up,
+                // Required in the type; kcm-rs is not built with Go.
+                "goVersion": "",
+                "binaryVersion": pages.binary_version,
+                "emulationVersion": EMULATED,
+                "paths": pages.paths,
+            }),
+            pretty(&headers, &uri),
+        ),
+        Wanted::NotAcceptable => not_acceptable(),
+    }
+}
+
+fn accept(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok())
+}
+
+fn separator() -> &'static str {
+    SEPARATORS.choose(&mut rand::rng()).copied().unwrap_or(":")
+}
+
+fn flagz_text(flags: &BTreeMap<String, String>) -> String {
+    let sep = separator();
+    let mut out = format!("\n{COMPONENT} flagz\n{WARNING}\n");
+    for (name, value) in flags {
+        out.push_str(&format!("{name}{sep}{value}\n"));
+    }
+    out
+}
+
+/// Upstream's layout, less its `Go version` line.
+fn statusz_text(pages: &ZPages, started: jiff::Timestamp, up: u64) -> String {
+    let sep = separator();
+    // Go's `time.UnixDate`: the day of the month padded with a space.
+    let started = started.strftime("%a %b %e %H:%M:%S UTC %Y");
+    let up = format!("{} hr {:02} min {:02} sec", up / 3600, (up / 60) % 60, up % 60);
+    format!(
+        "\n{COMPONENT} statusz\n{WARNING}\n\nStarted{sep} {started}\nUp{sep} {up}\nBinary version{sep} {}\n\
+         Emulation version{sep} {EMULATED}\nPaths{sep} {}\n",
+        pages.binary_version,
+        pages.paths.join(" ")
+    )
+}
+
+fn text(body: String) -> Response {
+    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
+}
+
+/// The typed object `kind` in `version`, `fields` after its type and name; indented for a person
+/// (`?pretty=true`, or curl, Wget or a browser), as the API server's negotiation decides.
+fn typed(kind: &str, page: &str, version: &str, fields: serde_json::Value, pretty: bool) -> Response {
+    let mut object = json!({
+        "kind": kind,
+        "apiVersion": format!("{GROUP}/{version}"),
+        "metadata": {"name": COMPONENT},
+    });
+    if let (Some(object), serde_json::Value::Object(fields)) = (object.as_object_mut(), fields) {
+        object.extend(fields);
+    }
+    let body = if pretty {
+        serde_json::to_string_pretty(&object)
+    } else {
+        serde_json::to_string(&object)
+    }
+    .unwrap_or_default();
+    let content_type = format!("application/json;g={GROUP};v={version};as={kind}");
+    let mut response = ([(header::CONTENT_TYPE, content_type)], format!("{body}\n")).into_response();
+    if version != VERSIONS[0] {
+        let warning = format!(
+            "299 - \"This version of the {page} endpoint is deprecated. Please use a newer version.\""
+        );
+        if let Ok(value) = HeaderValue::try_from(warning) {
+            response.headers_mut().insert(header::WARNING, value);
+        }
+    }
+    response
+}
+
+/// k8s.io/apiserver's `isPrettyPrint`: `?pretty=` as a Go bool, else the User-Agent of curl, Wget
+/// or a browser.
+fn pretty(headers: &HeaderMap, uri: &Uri) -> bool {
+    if let Some(value) = uri.query().and_then(|q| {
+        form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k == "pretty")
+            .map(|(_, v)| v.into_owned())
+    }) && !value.is_empty()
+    {
+        return matches!(value.as_str(), "1" | "t" | "T" | "true" | "TRUE" | "True");
+    }
+    let agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    ["curl", "Wget", "Mozilla/5.0"]
+        .iter()
+        .any(|p| agent.starts_with(p))
+}
+
+fn not_acceptable() -> Response {
+    secure_serving::failure_status(
+        StatusCode::NOT_ACCEPTABLE,
+        "NotAcceptable",
+        "only the following media types are accepted: application/json, text/plain",
+    )
+}
+
+#[cfg(test)]
+#[path = "zpages_tests.rs"]
+mod tests;
