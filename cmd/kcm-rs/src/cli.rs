@@ -238,7 +238,7 @@ async fn stop_serving(server: Option<ServerTask>, cancel: &CancellationToken) {
 /// The controllers' clients (each with its own rate limits, one shared connection) and the clients
 /// delegated authentication and authorization go through, after checking that the API server answers.
 async fn connect(args: &Args) -> anyhow::Result<(Clients, serving_flags::DelegationClients)> {
-    let config = client::config(args).await?;
+    let config = crate::kubeconfig::config(args).await?;
     let server_url = config.cluster_url.clone();
     let clients = Clients::new(
         config.clone(),

@@ -25,7 +25,7 @@ use http::{HeaderValue, Method, Request, header::InvalidHeaderValue, header::USE
 use kube::{
     Client,
     client::{Body, ClientBuilder},
-    config::{InClusterError, KubeConfigOptions, Kubeconfig, KubeconfigError},
+    config::{InClusterError, KubeconfigError},
 };
 use sharding::{FenceLayer, Fenced, WriteFence};
 use tower::{Layer, Service};
@@ -35,6 +35,7 @@ use crate::{
     flags::Args,
     guard::{Guard, Guarded},
     retry::{Retry, RetryLayer},
+    review_retry::ReviewRetryLayer,
     serving_flags::{DELEGATION_BURST, DELEGATION_QPS, DelegationClients},
     shard_selector::SelectorLayer,
     stall::StallGuard,
@@ -79,109 +80,16 @@ pub enum ClientError {
     },
 }
 
-/// The client configuration: `--kubeconfig`, else in-cluster, `$KUBECONFIG`, `~/.kube/config`; then
-/// `--master` overrides the server address.
-pub async fn config(args: &Args) -> Result<kube::Config, ClientError> {
-    let mut config = config_from(args.kubeconfig.as_deref()).await?;
-    if let Some(master) = &args.master {
-        config.cluster_url = master.parse().map_err(|source| ClientError::Master {
-            master: master.clone(),
-            source,
-        })?;
-    }
-    Ok(config)
-}
-
-/// The configuration in the kubeconfig at `path`; without one, in-cluster, else `$KUBECONFIG` or
-/// `~/.kube/config`.
-async fn config_from(path: Option<&std::path::Path>) -> Result<kube::Config, ClientError> {
-    match path {
-        Some(path) => {
-            let kubeconfig = |source| ClientError::Kubeconfig {
-                path: path.to_owned(),
-                source,
-            };
-            let kc = Kubeconfig::read_from(path).map_err(kubeconfig)?;
-            from_kubeconfig(kc).await.map_err(kubeconfig)
-        }
-        // In-cluster first, as KCM without --kubeconfig (client-go `BuildConfigFromFlags`); kube's
-        // `infer` would read a kubeconfig first, then fall back to in-cluster.
-        None => match kube::Config::incluster() {
-            Ok(config) => Ok(config),
-            Err(in_cluster) => {
-                let kc = match Kubeconfig::read() {
-                    Ok(kc) => kc,
-                    Err(kubeconfig) => {
-                        return Err(ClientError::NoConfig {
-                            in_cluster,
-                            kubeconfig,
-                        });
-                    }
-                };
-                from_kubeconfig(kc)
-                    .await
-                    .map_err(|kubeconfig| ClientError::NoConfig {
-                        in_cluster,
-                        kubeconfig,
-                    })
-            }
-        },
-    }
-}
-
-/// What kube reads in place of the environment's proxy while it loads a kubeconfig (see
-/// [`from_kubeconfig`]); never used to connect.
-const NO_PROXY_STAND_IN: &str = "http://kcm-rs-reads-the-environment-later.invalid";
-
-/// kube's configuration from `kc`, whose `proxy_url` is the current cluster's `proxy-url` alone.
-///
-/// kube reads `HTTPS_PROXY` into it when the cluster names none, and fails the load on a value that
-/// does not parse; client-go leaves the environment to its transport, which reads it only for a
-/// server it would proxy (`crate::proxy`: not a loopback one, nor one `NO_PROXY` names). So kube
-/// is given a stand-in to read, and the configuration none.
-async fn from_kubeconfig(mut kc: Kubeconfig) -> Result<kube::Config, KubeconfigError> {
-    let mut stand_in = false;
-    if let Some(c) = current_cluster(&mut kc)
-        && c.proxy_url.as_deref().is_none_or(str::is_empty)
-    {
-        c.proxy_url = Some(NO_PROXY_STAND_IN.to_owned());
-        stand_in = true;
-    }
-    let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
-    if stand_in {
-        config.proxy_url = None;
-    }
-    Ok(config)
-}
-
-/// The current context's cluster, as kube resolves it.
-fn current_cluster(kc: &mut Kubeconfig) -> Option<&mut kube::config::Cluster> {
-    let context = kc.current_context.as_deref()?;
-    let cluster = kc
-        .contexts
-        .iter()
-        .find(|c| c.name == context)?
-        .context
-        .as_ref()?
-        .cluster
-        .clone();
-    kc.clusters
-        .iter_mut()
-        .find(|c| c.name == cluster)?
-        .cluster
-        .as_mut()
-}
-
 /// The clients that review the endpoint server's requests: `--authentication-kubeconfig` and
 /// `--authorization-kubeconfig` when given, else the controllers' configuration; never read-only
 /// (a review is a create, also in shadow mode) and with a token bucket of their own.
 pub async fn delegation_clients(args: &Args, main: &kube::Config) -> Result<DelegationClients, ClientError> {
     let client = async |path: Option<&std::path::Path>, name: &str| {
         let config = match path {
-            Some(p) => config_from(Some(p)).await?,
+            Some(p) => crate::kubeconfig::config_from(Some(p)).await?,
             None => main.clone(),
         };
-        Clients::new(config, DELEGATION_QPS, DELEGATION_BURST, false)?.client_for(name)
+        Clients::new(config, DELEGATION_QPS, DELEGATION_BURST, false)?.reviewer_for(name)
     };
     Ok(DelegationClients {
         authentication: client(
@@ -305,6 +213,19 @@ impl Clients {
             .build();
         self.made.lock().insert(name.to_owned(), client.clone());
         Ok(client)
+    }
+
+    /// The client named `name` for delegated reviews: as [`Self::client_for`]'s, and each review
+    /// sent again after a transient failure, as the API server's delegating authenticator and
+    /// authorizer do (`crate::review_retry`).
+    pub fn reviewer_for(&self, name: &str) -> Result<Client, ClientError> {
+        let layers = self.layers_for(name)?;
+        Ok(
+            ClientBuilder::new(self.transport.clone(), self.config.default_namespace.clone())
+                .with_layer(&layers)
+                .with_layer(&ReviewRetryLayer)
+                .build(),
+        )
     }
 
     /// A new client named `name` with a token bucket of its own that adds `selector` to every list

@@ -12,7 +12,7 @@ pub trait Edit {
 }
 
 /// `inner` behind `edit`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Edited<S, E> {
     pub edit: E,
     pub inner: S,

@@ -19,7 +19,7 @@ pub trait Guard {
 }
 
 /// `inner` behind `guard`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Guarded<S, G> {
     pub guard: G,
     pub inner: S,

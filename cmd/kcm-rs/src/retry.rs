@@ -214,7 +214,7 @@ where
 
 /// A copy of `req` to send again, if its body can be copied (kube's request bodies are bytes; a
 /// streamed body cannot be sent twice).
-fn copy(req: &Request<Body>) -> Option<Request<Body>> {
+pub(crate) fn copy(req: &Request<Body>) -> Option<Request<Body>> {
     let mut copy = Request::new(req.body().try_clone()?);
     *copy.method_mut() = req.method().clone();
     *copy.uri_mut() = req.uri().clone();
@@ -226,4 +226,4 @@ fn copy(req: &Request<Body>) -> Option<Request<Body>> {
 
 #[cfg(test)]
 #[path = "retry_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -54,19 +54,19 @@ fn only_answers_that_say_so_are_retried_and_never_a_post_answered_504() {
 }
 
 /// One request the server saw: method, path with query, when.
-type Seen = (Method, String, Instant);
+pub(crate) type Seen = (Method, String, Instant);
 
-struct Script {
-    url: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
+pub(crate) struct Script {
+    pub(crate) url: String,
+    pub(crate) seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 /// A status in a script that closes the connection instead of answering.
-const HANG_UP: u16 = 0;
+pub(crate) const HANG_UP: u16 = 0;
 
 /// Answers the i-th request with `script[i]` (the last entry for every later one), after `delay`;
 /// [`HANG_UP`] closes the connection without an answer.
-async fn serve(script: Vec<(u16, Option<&'static str>)>, delay: Duration) -> Script {
+pub(crate) async fn serve(script: Vec<(u16, Option<&'static str>)>, delay: Duration) -> Script {
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
         .await
         .unwrap();

@@ -1,0 +1,101 @@
+//! Where the clients' configuration comes from, as KCM finds its own: `--kubeconfig`, else
+//! in-cluster; kcm-rs then also looks at `$KUBECONFIG` and `~/.kube/config`, as kube does; `--master`
+//! overrides the server. kube's loader is used with one change (see [`from_kubeconfig`]): the
+//! environment's proxy is read later, by the transport, as client-go reads it.
+
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+
+use crate::{client::ClientError, flags::Args};
+
+/// The client configuration: `--kubeconfig`, else in-cluster, `$KUBECONFIG`, `~/.kube/config`; then
+/// `--master` overrides the server address.
+pub async fn config(args: &Args) -> Result<kube::Config, ClientError> {
+    let mut config = config_from(args.kubeconfig.as_deref()).await?;
+    if let Some(master) = &args.master {
+        config.cluster_url = master.parse().map_err(|source| ClientError::Master {
+            master: master.clone(),
+            source,
+        })?;
+    }
+    Ok(config)
+}
+
+/// The configuration in the kubeconfig at `path`; without one, in-cluster, else `$KUBECONFIG` or
+/// `~/.kube/config`.
+pub(crate) async fn config_from(path: Option<&std::path::Path>) -> Result<kube::Config, ClientError> {
+    match path {
+        Some(path) => {
+            let kubeconfig = |source| ClientError::Kubeconfig {
+                path: path.to_owned(),
+                source,
+            };
+            let kc = Kubeconfig::read_from(path).map_err(kubeconfig)?;
+            from_kubeconfig(kc).await.map_err(kubeconfig)
+        }
+        // In-cluster first, as KCM without --kubeconfig (client-go `BuildConfigFromFlags`); kube's
+        // `infer` would read a kubeconfig first, then fall back to in-cluster.
+        None => match kube::Config::incluster() {
+            Ok(config) => Ok(config),
+            Err(in_cluster) => {
+                let kc = match Kubeconfig::read() {
+                    Ok(kc) => kc,
+                    Err(kubeconfig) => {
+                        return Err(ClientError::NoConfig {
+                            in_cluster,
+                            kubeconfig,
+                        });
+                    }
+                };
+                from_kubeconfig(kc)
+                    .await
+                    .map_err(|kubeconfig| ClientError::NoConfig {
+                        in_cluster,
+                        kubeconfig,
+                    })
+            }
+        },
+    }
+}
+
+/// What kube reads in place of the environment's proxy while it loads a kubeconfig (see
+/// [`from_kubeconfig`]); never used to connect.
+const NO_PROXY_STAND_IN: &str = "http://kcm-rs-reads-the-environment-later.invalid";
+
+/// kube's configuration from `kc`, whose `proxy_url` is the current cluster's `proxy-url` alone.
+///
+/// kube reads `HTTPS_PROXY` into it when the cluster names none, and fails the load on a value that
+/// does not parse; client-go leaves the environment to its transport, which reads it only for a
+/// server it would proxy (`crate::proxy`: not a loopback one, nor one `NO_PROXY` names). So kube
+/// is given a stand-in to read, and the configuration none.
+async fn from_kubeconfig(mut kc: Kubeconfig) -> Result<kube::Config, KubeconfigError> {
+    let mut stand_in = false;
+    if let Some(c) = current_cluster(&mut kc)
+        && c.proxy_url.as_deref().is_none_or(str::is_empty)
+    {
+        c.proxy_url = Some(NO_PROXY_STAND_IN.to_owned());
+        stand_in = true;
+    }
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+    if stand_in {
+        config.proxy_url = None;
+    }
+    Ok(config)
+}
+
+/// The current context's cluster, as kube resolves it.
+fn current_cluster(kc: &mut Kubeconfig) -> Option<&mut kube::config::Cluster> {
+    let context = kc.current_context.as_deref()?;
+    let cluster = kc
+        .contexts
+        .iter()
+        .find(|c| c.name == context)?
+        .context
+        .as_ref()?
+        .cluster
+        .clone();
+    kc.clusters
+        .iter_mut()
+        .find(|c| c.name == cluster)?
+        .cluster
+        .as_mut()
+}
