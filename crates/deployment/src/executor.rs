@@ -330,17 +330,5 @@ impl ClaimWrites<ReplicaSet> for ReplicaSetClaims<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use kube::core::{Status, response::reason};
-
-    use super::is_already_exists;
-
-    #[test]
-    fn only_the_already_exists_reason_is_an_existing_replica_set() {
-        let api = |reason: &str, code| kube::Error::Api(Status::failure("x", reason).with_code(code).boxed());
-        assert!(is_already_exists(&api(reason::ALREADY_EXISTS, 409)));
-        assert!(!is_already_exists(&api(reason::CONFLICT, 409)));
-        assert!(!is_already_exists(&api(reason::UNKNOWN, 409)));
-        assert!(!is_already_exists(&api(reason::INVALID, 422)));
-    }
-}
+#[path = "executor_tests.rs"]
+mod tests;
