@@ -223,7 +223,7 @@ impl Clients {
         Ok(
             ClientBuilder::new(self.transport.clone(), self.config.default_namespace.clone())
                 .with_layer(&layers)
-                .with_layer(&ReviewRetryLayer)
+                .with_layer(&ReviewRetryLayer::default())
                 .build(),
         )
     }

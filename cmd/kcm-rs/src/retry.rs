@@ -6,7 +6,8 @@
 //! it may have been applied. At most [`MAX_RETRIES`] times in all. Each attempt goes down through
 //! the client's token bucket and, sharded, the write fence again (client-go `withRetry.Before`
 //! throttles every retry with the client's rate limiter), so a retry that comes after the shard
-//! moved is refused.
+//! moved is refused. Those rules are one [`Policy`]; the delegated reviews' backoff
+//! (`crate::review_retry`) is another over the same [`Retry`].
 //!
 //! Why not kube's `RetryPolicy::server_retry`, which kcm-rs used before: it retries 429, 503 and 504
 //! whether the answer says to or not, 15 times with a backoff of its own, and sat in the shared
@@ -110,13 +111,24 @@ pub fn unthrottled<B>(req: &Request<B>) -> bool {
     watch && req.extensions().get::<Retried>().is_none()
 }
 
-/// Adds [`Retry`] to a client.
+/// When a request is sent again: how long to wait before retry `attempt` (1 for the first) of
+/// `method` after `outcome`, or `None` to stop there.
+pub trait Policy: Clone + Send + Sync + 'static {
+    fn wait<B>(
+        &self,
+        attempt: u32,
+        method: &Method,
+        outcome: &Result<Response<B>, BoxError>,
+    ) -> Option<Duration>;
+}
+
+/// client-go's rules ([`retry_wait`]), at most `max_retries` times.
 #[derive(Debug, Clone, Copy)]
-pub struct RetryLayer {
+pub struct AsTheServerSays {
     pub max_retries: u32,
 }
 
-impl Default for RetryLayer {
+impl Default for AsTheServerSays {
     fn default() -> Self {
         Self {
             max_retries: MAX_RETRIES,
@@ -124,32 +136,52 @@ impl Default for RetryLayer {
     }
 }
 
-impl<S> Layer<S> for RetryLayer {
-    type Service = Retry<S>;
+impl Policy for AsTheServerSays {
+    fn wait<B>(
+        &self,
+        attempt: u32,
+        method: &Method,
+        outcome: &Result<Response<B>, BoxError>,
+    ) -> Option<Duration> {
+        (attempt <= self.max_retries)
+            .then(|| retry_wait(method, outcome))
+            .flatten()
+    }
+}
+
+/// Adds [`Retry`] to a client.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RetryLayer<P = AsTheServerSays> {
+    pub policy: P,
+}
+
+impl<S, P: Clone> Layer<S> for RetryLayer<P> {
+    type Service = Retry<S, P>;
     fn layer(&self, inner: S) -> Self::Service {
         Retry {
             inner,
-            max_retries: self.max_retries,
+            policy: self.policy.clone(),
         }
     }
 }
 
-/// Retries what [`retry_after`] allows over `inner`, which is cloned for each request so that each
-/// attempt waits for `inner`'s readiness (the token bucket) again.
+/// Retries what `policy` allows over `inner`, which is cloned for each request so that each attempt
+/// waits for `inner`'s readiness (the token bucket) again.
 #[derive(Debug, Clone)]
-pub struct Retry<S> {
+pub struct Retry<S, P = AsTheServerSays> {
     inner: S,
-    max_retries: u32,
+    policy: P,
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-impl<S, B> Service<Request<Body>> for Retry<S>
+impl<S, B, P> Service<Request<Body>> for Retry<S, P>
 where
     S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<BoxError>,
     B: Send + 'static,
+    P: Policy,
 {
     type Response = Response<B>;
     type Error = BoxError;
@@ -171,12 +203,12 @@ where
             let mut svc = std::mem::replace(&mut self.inner, fresh);
             (svc.call(req), svc)
         };
-        let max_retries = self.max_retries;
+        let policy = self.policy.clone();
         Box::pin(async move {
             let mut outcome = first.await.map_err(Into::into);
-            for attempt in 1..=max_retries {
+            for attempt in 1.. {
                 let Some(next) = again.take() else { break };
-                let Some(wait) = retry_wait(next.method(), &outcome) else {
+                let Some(wait) = policy.wait(attempt, next.method(), &outcome) else {
                     break;
                 };
                 match &outcome {
@@ -186,7 +218,7 @@ where
                         status = resp.status().as_u16(),
                         ?wait,
                         attempt,
-                        "the API server asked to retry"
+                        "retrying after the API server's answer"
                     ),
                     Err(e) => tracing::debug!(
                         method = %next.method(),
@@ -214,7 +246,7 @@ where
 
 /// A copy of `req` to send again, if its body can be copied (kube's request bodies are bytes; a
 /// streamed body cannot be sent twice).
-pub(crate) fn copy(req: &Request<Body>) -> Option<Request<Body>> {
+fn copy(req: &Request<Body>) -> Option<Request<Body>> {
     let mut copy = Request::new(req.body().try_clone()?);
     *copy.method_mut() = req.method().clone();
     *copy.uri_mut() = req.uri().clone();

@@ -11,19 +11,13 @@
 //! Without this, a `/metrics` scrape during an API server's restart got a 401 or 403 that KCM's
 //! retries would have turned into an answer.
 
-use std::{
-    future::Future,
-    pin::Pin,
-    task::{Context, Poll},
-    time::Duration,
-};
+use std::time::Duration;
 
-use http::{Request, Response, StatusCode, header::RETRY_AFTER};
-use kube::client::Body;
+use http::{Method, Response, StatusCode, header::RETRY_AFTER};
 use rand::Rng as _;
-use tower::{BoxError, Layer, Service, ServiceExt as _};
+use tower::BoxError;
 
-use crate::retry::{connection_lost, copy};
+use crate::retry::{Policy, RetryLayer, connection_lost};
 
 /// Attempts of one review, the first included (apiserver `DefaultAuthWebhookRetryBackoff`: `Steps`).
 pub const REVIEW_ATTEMPTS: u32 = 5;
@@ -32,6 +26,20 @@ pub const REVIEW_ATTEMPTS: u32 = 5;
 pub const REVIEW_BACKOFF_INITIAL: Duration = Duration::from_millis(500);
 pub const REVIEW_BACKOFF_FACTOR: f64 = 1.5;
 pub const REVIEW_BACKOFF_JITTER: f64 = 0.2;
+
+/// The backoff of [`crate::retry::Retry`] for the review clients.
+pub type ReviewRetryLayer = RetryLayer<ReviewBackoff>;
+
+/// Upstream's review backoff: another attempt while [`transient`] says so, at most
+/// [`REVIEW_ATTEMPTS`] in all.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReviewBackoff;
+
+impl Policy for ReviewBackoff {
+    fn wait<B>(&self, attempt: u32, _: &Method, outcome: &Result<Response<B>, BoxError>) -> Option<Duration> {
+        (attempt < REVIEW_ATTEMPTS && transient(outcome)).then(|| wait(attempt))
+    }
+}
 
 /// Whether `outcome` is worth another attempt of the review.
 fn transient<B>(outcome: &Result<Response<B>, BoxError>) -> bool {
@@ -53,74 +61,6 @@ fn transient<B>(outcome: &Result<Response<B>, BoxError>) -> bool {
 fn wait(step: u32) -> Duration {
     let base = REVIEW_BACKOFF_INITIAL.mul_f64(REVIEW_BACKOFF_FACTOR.powi(step.saturating_sub(1) as i32));
     base.mul_f64(1.0 + REVIEW_BACKOFF_JITTER * rand::rng().random::<f64>())
-}
-
-/// Adds [`ReviewRetry`] to a client.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ReviewRetryLayer;
-
-impl<S> Layer<S> for ReviewRetryLayer {
-    type Service = ReviewRetry<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        ReviewRetry { inner }
-    }
-}
-
-/// Sends a request again while [`transient`] says so, at most [`REVIEW_ATTEMPTS`] times in all.
-#[derive(Debug, Clone)]
-pub struct ReviewRetry<S> {
-    inner: S,
-}
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
-impl<S, B> Service<Request<Body>> for ReviewRetry<S>
-where
-    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<BoxError>,
-    B: Send + 'static,
-{
-    type Response = Response<B>;
-    type Error = BoxError;
-    type Future = BoxFuture<Result<Response<B>, BoxError>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
-    }
-
-    fn call(&mut self, req: Request<Body>) -> Self::Future {
-        let mut again = copy(&req);
-        // The first attempt uses the service made ready by `poll_ready`; the rest wait for a clone.
-        let fresh = self.inner.clone();
-        let mut svc = std::mem::replace(&mut self.inner, fresh);
-        let first = svc.call(req);
-        Box::pin(async move {
-            let mut outcome = first.await.map_err(Into::into);
-            for step in 1..REVIEW_ATTEMPTS {
-                if !transient(&outcome) {
-                    break;
-                }
-                let Some(next) = again.take() else { break };
-                let wait = wait(step);
-                tracing::debug!(
-                    path = next.uri().path(),
-                    ?wait,
-                    step,
-                    "retrying a delegated review"
-                );
-                drop(outcome);
-                tokio::time::sleep(wait).await;
-                again = copy(&next);
-                let ready = svc.ready().await.map_err(Into::into);
-                outcome = match ready {
-                    Ok(ready) => ready.call(next).await.map_err(Into::into),
-                    Err(e) => Err(e),
-                };
-            }
-            outcome
-        })
-    }
 }
 
 #[cfg(test)]

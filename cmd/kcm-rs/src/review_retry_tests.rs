@@ -1,7 +1,7 @@
 //! A review client against a local server that answers from a script (`crate::retry`'s tests'):
 //! what is sent again, how often, after how long.
 
-use http::Method;
+use http::{Method, Request};
 
 use super::*;
 use crate::{
