@@ -28,7 +28,7 @@ use kube::{
     config::{InClusterError, KubeconfigError},
 };
 use sharding::{FenceLayer, Fenced, WriteFence};
-use tower::{Layer, Service};
+use tower::{Layer, Service, timeout::TimeoutLayer};
 
 use crate::{
     edit::{Edit, Edited},
@@ -84,20 +84,28 @@ pub enum ClientError {
 /// `--authorization-kubeconfig` when given, else the controllers' configuration; never read-only
 /// (a review is a create, also in shadow mode) and with a token bucket of their own.
 pub async fn delegation_clients(args: &Args, main: &kube::Config) -> Result<DelegationClients, ClientError> {
-    let client = async |path: Option<&std::path::Path>, name: &str| {
+    let client = async |path: Option<&std::path::Path>, name: &str, attempt_timeout| {
         let config = match path {
             Some(p) => crate::kubeconfig::config_from(Some(p)).await?,
             None => main.clone(),
         };
-        Clients::new(config, DELEGATION_QPS, DELEGATION_BURST, false)?.reviewer_for(name)
+        Clients::new(config, DELEGATION_QPS, DELEGATION_BURST, false)?.reviewer_for(name, attempt_timeout)
     };
     Ok(DelegationClients {
+        // The TokenReview's timeout bounds its whole sequence (secure-serving); the
+        // SubjectAccessReview's client bounds each attempt, as upstream's do.
         authentication: client(
             args.serving.authentication_kubeconfig.as_deref(),
             "authentication",
+            None,
         )
         .await?,
-        authorization: client(args.serving.authorization_kubeconfig.as_deref(), "authorization").await?,
+        authorization: client(
+            args.serving.authorization_kubeconfig.as_deref(),
+            "authorization",
+            Some(secure_serving::authz::ACCESS_REVIEW_TIMEOUT),
+        )
+        .await?,
     })
 }
 
@@ -215,14 +223,15 @@ impl Clients {
         Ok(client)
     }
 
-    /// The client named `name` for delegated reviews: as [`Self::client_for`]'s, and each review
-    /// sent again after a transient failure, as the API server's delegating authenticator and
-    /// authorizer do (`crate::review_retry`).
-    pub fn reviewer_for(&self, name: &str) -> Result<Client, ClientError> {
+    /// The client named `name` for delegated reviews: as [`Self::client_for`]'s, each attempt bounded
+    /// by `attempt_timeout`, and each review sent again after a transient failure, as the API
+    /// server's delegating authenticator and authorizer do (`crate::review_retry`).
+    pub fn reviewer_for(&self, name: &str, attempt_timeout: Option<Duration>) -> Result<Client, ClientError> {
         let layers = self.layers_for(name)?;
         Ok(
             ClientBuilder::new(self.transport.clone(), self.config.default_namespace.clone())
                 .with_layer(&layers)
+                .with_layer(&tower::util::option_layer(attempt_timeout.map(TimeoutLayer::new)))
                 .with_layer(&ReviewRetryLayer::default())
                 .build(),
         )

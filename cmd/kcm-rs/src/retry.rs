@@ -62,30 +62,46 @@ fn retry_wait<B>(method: &Method, outcome: &Result<Response<B>, BoxError>) -> Op
 
 /// Whether `err`, or an error under it, says the connection went away with the request on it.
 pub fn connection_lost(err: &(dyn std::error::Error + 'static)) -> bool {
-    let lost_io = |e: &std::io::Error| {
-        use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
-        matches!(
-            e.kind(),
-            ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
-        )
-    };
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+    any_cause(
+        err,
+        |io| {
+            matches!(
+                io.kind(),
+                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
+            )
+        },
+        |h| h.is_incomplete_message() || h.is_canceled() || h.is_timeout(),
+        |h2| h2.is_go_away() || h2.reason() == Some(h2::Reason::REFUSED_STREAM),
+    )
+}
+
+/// The narrower set k8s.io/apiserver's webhooks send a review again after
+/// (`webhook.DefaultShouldRetry`: `IsConnectionReset` and `IsHTTP2ConnectionLost`): a reset, or a
+/// connection closed for pings it left unanswered.
+pub fn connection_reset(err: &(dyn std::error::Error + 'static)) -> bool {
+    any_cause(
+        err,
+        |io| io.kind() == std::io::ErrorKind::ConnectionReset,
+        hyper::Error::is_timeout,
+        |_| false,
+    )
+}
+
+/// Whether `err` or an error under it is an I/O error `io` accepts, a hyper error `hyper` accepts, or
+/// an h2 error `h2` accepts (or carrying an I/O error `io` accepts: h2's errors name no source).
+fn any_cause(
+    err: &(dyn std::error::Error + 'static),
+    io: impl Fn(&std::io::Error) -> bool,
+    hyper: impl Fn(&hyper::Error) -> bool,
+    h2: impl Fn(&h2::Error) -> bool,
+) -> bool {
     let mut next = Some(err);
     while let Some(e) = next {
-        if let Some(io) = e.downcast_ref::<std::io::Error>()
-            && lost_io(io)
-        {
-            return true;
-        }
-        if let Some(h) = e.downcast_ref::<hyper::Error>()
-            && (h.is_incomplete_message() || h.is_canceled() || h.is_timeout())
-        {
-            return true;
-        }
-        // h2's errors name no source: the I/O error is read off them.
-        if let Some(h2) = e.downcast_ref::<h2::Error>()
-            && (h2.is_go_away()
-                || h2.reason() == Some(h2::Reason::REFUSED_STREAM)
-                || h2.get_io().is_some_and(lost_io))
+        if e.downcast_ref::<std::io::Error>().is_some_and(&io)
+            || e.downcast_ref::<hyper::Error>().is_some_and(&hyper)
+            || e.downcast_ref::<h2::Error>()
+                .is_some_and(|e| h2(e) || e.get_io().is_some_and(&io))
         {
             return true;
         }

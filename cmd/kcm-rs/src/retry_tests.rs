@@ -221,6 +221,14 @@ fn lost_connections_are_told_from_other_failures() {
     for e in &not {
         assert!(!connection_lost(&**e), "{e:?}");
     }
+    // The reviews' narrower set: a reset, also under a wrapper; not an EOF or a refused stream.
+    assert!(connection_reset(&*lost[0]));
+    assert!(connection_reset(&Wrapped(Box::new(Error::from(
+        ErrorKind::ConnectionReset
+    )))));
+    for e in lost[1..].iter().chain(&not) {
+        assert!(!connection_reset(&**e), "{e:?}");
+    }
 }
 
 #[tokio::test]

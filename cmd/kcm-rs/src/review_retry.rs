@@ -1,23 +1,21 @@
 //! Delegated reviews sent again after a transient failure, as k8s.io/apiserver's delegating
 //! authenticator and authorizer send theirs (`webhook.WithExponentialBackoff` with
-//! `DefaultAuthWebhookRetryBackoff`, retrying what `webhook.DefaultShouldRetry` calls transient).
-//!
-//! Transient: a connection lost under the review (an API server restarting), or an answer of 500,
-//! 504 or 429, or any 5xx that carries `Retry-After` once the client's own retries ([`crate::retry`],
-//! beneath this layer) gave up on it. [`REVIEW_ATTEMPTS`] attempts in all, the waits between them
-//! growing from [`REVIEW_BACKOFF_INITIAL`]. The review's own timeout (secure-serving's 10 s) bounds
-//! the whole, as upstream's request timeout bounds its backoff. A TokenReview or SubjectAccessReview
-//! changes nothing, so a review whose connection was lost may be sent again where a write may not.
-//! Without this, a `/metrics` scrape during an API server's restart got a 401 or 403 that KCM's
-//! retries would have turned into an answer.
+//! `DefaultAuthWebhookRetryBackoff`, retrying what `webhook.DefaultShouldRetry` calls transient;
+//! see [`transient`]). [`REVIEW_ATTEMPTS`] attempts in all, the waits between them growing from
+//! [`REVIEW_BACKOFF_INITIAL`], each attempt through the client's own Retry-After rules
+//! ([`crate::retry`], beneath this policy's layer). The TokenReview's 10 s timeout bounds the whole
+//! sequence and the SubjectAccessReview's each attempt, as upstream's request timeout and client
+//! timeout do. A review changes nothing, so one whose connection was reset may be sent again where a
+//! write may not. Without this, a `/metrics` scrape during an API server's restart failed (401, or
+//! 500 for an authorization) where KCM's retries would have got it answered.
 
 use std::time::Duration;
 
-use http::{Method, Response, StatusCode, header::RETRY_AFTER};
+use http::{Method, Response, StatusCode};
 use rand::Rng as _;
 use tower::BoxError;
 
-use crate::retry::{Policy, RetryLayer, connection_lost};
+use crate::retry::{Policy, RetryLayer, connection_reset};
 
 /// Attempts of one review, the first included (apiserver `DefaultAuthWebhookRetryBackoff`: `Steps`).
 pub const REVIEW_ATTEMPTS: u32 = 5;
@@ -41,19 +39,18 @@ impl Policy for ReviewBackoff {
     }
 }
 
-/// Whether `outcome` is worth another attempt of the review.
+/// Whether `outcome` is worth another attempt of the review (`webhook.DefaultShouldRetry` on
+/// client-go's errors): 429; any 5xx but 503 (500 and a body-less 502 read as InternalError, 504 as
+/// Timeout; a 503 is ServiceUnavailable, which the client's own Retry-After rules may have retried
+/// beneath); a connection reset, or closed for unanswered pings.
 fn transient<B>(outcome: &Result<Response<B>, BoxError>) -> bool {
     match outcome {
         Ok(resp) => {
             let status = resp.status();
-            matches!(
-                status,
-                StatusCode::INTERNAL_SERVER_ERROR
-                    | StatusCode::GATEWAY_TIMEOUT
-                    | StatusCode::TOO_MANY_REQUESTS
-            ) || (status.is_server_error() && resp.headers().contains_key(RETRY_AFTER))
+            status == StatusCode::TOO_MANY_REQUESTS
+                || (status.is_server_error() && status != StatusCode::SERVICE_UNAVAILABLE)
         }
-        Err(e) => connection_lost(&**e),
+        Err(e) => connection_reset(&**e),
     }
 }
 

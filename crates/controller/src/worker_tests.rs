@@ -158,6 +158,8 @@ async fn cancelled_workers_take_no_new_keys_and_wait_for_syncs_in_flight() {
 struct Flaky<const FORGETS: bool> {
     fail_on: Vec<usize>,
     attempts: AtomicUsize,
+    /// What a sync that succeeds asks for: the key again after this long, or nothing.
+    again: Option<Duration>,
 }
 
 impl<const FORGETS: bool> Reconciler for Flaky<FORGETS> {
@@ -169,16 +171,17 @@ impl<const FORGETS: bool> Reconciler for Flaky<FORGETS> {
         if self.fail_on.contains(&attempt) {
             Err(format!("attempt {attempt}"))
         } else {
-            Ok(None)
+            Ok(self.again)
         }
     }
 }
 
 /// The failures a key has counted after: a failure (retried), a success, a second sync taken.
-async fn requeues_after_fail_then_succeed<const FORGETS: bool>() -> u32 {
+async fn requeues_after_fail_then_succeed<const FORGETS: bool>(again: Option<Duration>) -> u32 {
     let flaky = Arc::new(Flaky::<FORGETS> {
         fail_on: vec![0],
         attempts: AtomicUsize::new(0),
+        again,
     });
     let queue = WorkQueue::new();
     let cancel = CancellationToken::new();
@@ -208,8 +211,11 @@ async fn requeues_after_fail_then_succeed<const FORGETS: bool>() -> u32 {
 /// for it again; every other controller forgets them.
 #[tokio::test(start_paused = true)]
 async fn a_success_forgets_the_keys_failures_unless_the_controller_keeps_them() {
-    assert_eq!(requeues_after_fail_then_succeed::<true>().await, 0);
-    assert_eq!(requeues_after_fail_then_succeed::<false>().await, 1);
+    assert_eq!(requeues_after_fail_then_succeed::<true>(None).await, 0);
+    assert_eq!(requeues_after_fail_then_succeed::<false>(None).await, 1);
+    // Asked for again after a delay, the CronJob controller forgets too.
+    let later = Some(Duration::from_secs(3600));
+    assert_eq!(requeues_after_fail_then_succeed::<false>(later).await, 0);
 }
 
 /// `--concurrent-deployment-syncs=0`: upstream starts no worker; keys wait and shutdown is prompt.

@@ -4,7 +4,7 @@
 //! a SubjectAccessReview for the non-resource URL and the lower-cased HTTP method (`get /metrics`),
 //! its answer cached for `--authorization-webhook-cache-authorized-ttl` or `-unauthorized-ttl`.
 //!
-//! A review that fails (the API server unreachable, or no answer within [`ACCESS_REVIEW_TIMEOUT`])
+//! A review that fails (the API server unreachable, or no answer within [`ACCESS_REVIEWS_TIMEOUT`])
 //! is not cached and answers 500, as upstream's authorization filter does; the controllers never
 //! wait on it.
 
@@ -22,9 +22,15 @@ use crate::{authn::UserInfo, ttl_cache::TtlCache};
 /// server would allow `system:masters` anything anyway.
 pub const ALWAYS_ALLOW_GROUPS: &[&str] = &["system:masters"];
 
-/// How long a SubjectAccessReview may take (k8s.io/apiserver `DelegatingAuthorizationOptions`:
-/// `ClientTimeout`, 10 s).
+/// How long one SubjectAccessReview request may take (k8s.io/apiserver
+/// `DelegatingAuthorizationOptions`: `ClientTimeout`, 10 s): a bound for the reviewer's client to
+/// set on each attempt, as upstream's client does.
 pub const ACCESS_REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long one authorization may wait for its reviewer in all: upstream's worst case of retried
+/// attempts (five of [`ACCESS_REVIEW_TIMEOUT`], with 4.1 s of backoff between them, jitter
+/// included), so that a reviewer setting no bound of its own cannot hold a request for ever.
+pub const ACCESS_REVIEWS_TIMEOUT: Duration = Duration::from_secs(5 * 10 + 5);
 
 /// An authorizer's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,9 +175,9 @@ impl Authorizer {
         let review = match self.cache.get(&key) {
             Some(r) => r,
             None => {
-                let r = tokio::time::timeout(ACCESS_REVIEW_TIMEOUT, reviewer.review(user, verb, path))
+                let r = tokio::time::timeout(ACCESS_REVIEWS_TIMEOUT, reviewer.review(user, verb, path))
                     .await
-                    .unwrap_or_else(|_| Err(format!("no answer within {ACCESS_REVIEW_TIMEOUT:?}")))?;
+                    .unwrap_or_else(|_| Err(format!("no answer within {ACCESS_REVIEWS_TIMEOUT:?}")))?;
                 let ttl = if r.allowed {
                     self.allowed_ttl
                 } else {

@@ -2,42 +2,6 @@
 
 use super::*;
 
-#[test]
-fn accept_is_read_as_upstreams_negotiation_reads_it() {
-    let flagz = |accept: Option<&str>| wanted(accept, "Flagz");
-    assert_eq!(flagz(None), Wanted::Text);
-    assert_eq!(flagz(Some("")), Wanted::Text);
-    assert_eq!(flagz(Some("*/*")), Wanted::Text);
-    assert_eq!(flagz(Some("text/plain")), Wanted::Text);
-    let typed = "application/json;v=v1beta1;g=config.k8s.io;as=Flagz";
-    assert_eq!(flagz(Some(typed)), Wanted::Json("v1beta1"));
-    assert_eq!(
-        flagz(Some("application/json; as=Flagz; g=config.k8s.io; v=v1alpha1")),
-        Wanted::Json("v1alpha1")
-    );
-    // A bare JSON type, another kind, group or version, HTML: 406.
-    for refused in [
-        "application/json",
-        "application/json;v=v1beta1;g=config.k8s.io;as=Statusz",
-        "application/json;v=v1beta1;g=other.io;as=Flagz",
-        "application/json;v=v1;g=config.k8s.io;as=Flagz",
-        "text/html",
-        "application/yaml;v=v1beta1;g=config.k8s.io;as=Flagz",
-    ] {
-        assert_eq!(flagz(Some(refused)), Wanted::NotAcceptable, "{refused}");
-    }
-    // The preferred acceptable range wins; q=0 is refusal.
-    assert_eq!(
-        flagz(Some(&format!("text/plain;q=0.5, {typed}"))),
-        Wanted::Json("v1beta1")
-    );
-    assert_eq!(
-        flagz(Some(&format!("text/html, {typed};q=0.1"))),
-        Wanted::Json("v1beta1")
-    );
-    assert_eq!(flagz(Some("text/plain;q=0")), Wanted::NotAcceptable);
-}
-
 fn pages() -> ZPages {
     let flags = [("leader-elect", "true"), ("namespace", "a,b"), ("kubeconfig", "")]
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -133,7 +97,13 @@ async fn typed_answers_carry_their_kind_version_and_deprecation() {
         "application/json;g=config.k8s.io;v=v1beta1;as=Flagz"
     );
     assert!(headers.get(header::WARNING).is_none());
-    assert!(!text.trim_end().contains('\n'), "compact for a program: {text}");
+    assert!(
+        text.starts_with(
+            r#"{"kind":"Flagz","apiVersion":"config.k8s.io/v1beta1","metadata":{"name":"kcm-rs"},"flags":{"#
+        ) && text.ends_with("}\n")
+            && text.matches('\n').count() == 1,
+        "compact for a program, fields in Go's order: {text}"
+    );
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["kind"], "Flagz");
     assert_eq!(v["apiVersion"], "config.k8s.io/v1beta1");
@@ -163,8 +133,28 @@ async fn typed_answers_carry_their_kind_version_and_deprecation() {
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["startTime"], "2026-11-28T17:46:40Z");
     assert_eq!(v["emulationVersion"], "1.36");
-    assert_eq!(v["paths"], json!(["/flagz", "/healthz"]));
-    assert!(v["uptimeSeconds"].as_u64().unwrap() > 0);
+    assert_eq!(v["paths"], serde_json::json!(["/flagz", "/healthz"]));
+    assert!(v["uptimeSeconds"].is_u64(), "{text}");
+    // Upstream's field order: the Go type's.
+    let order: Vec<usize> = [
+        "\"kind\"",
+        "\"apiVersion\"",
+        "\"metadata\"",
+        "\"startTime\"",
+        "\"uptimeSeconds\"",
+        "\"goVersion\"",
+        "\"binaryVersion\"",
+        "\"emulationVersion\"",
+        "\"paths\"",
+    ]
+    .iter()
+    .map(|k| text.find(k).unwrap_or_else(|| panic!("{k} in {text}")))
+    .collect();
+    assert!(order.is_sorted(), "{text}");
+    assert!(
+        !text.ends_with('\n'),
+        "no newline after indented JSON, as Go's MarshalIndent"
+    );
 
     let (code, _, text) = body(flagz(State(p), ask("application/json", "curl"), uri).await).await;
     assert_eq!(code, StatusCode::NOT_ACCEPTABLE);

@@ -4,7 +4,9 @@
 //! script leans on it (a separator chosen at random among four), or, asked with
 //! `Accept: application/json;g=config.k8s.io;v=v1beta1;as=Flagz` (or `v1alpha1`, deprecated, or
 //! `as=Statusz`), a typed JSON object, as k8s.io/apiserver's `flagz` and `statusz` packages do.
-//! Other media types, YAML among them (upstream also offers it), get a 406 `Status`.
+//! Other media types, YAML among them (upstream also offers it), get a 406 `Status`
+//! (`negotiate`). A flag's value is as given on the command line, or its default: not pflag's
+//! rendering (`12h` where KCM shows `12h0m0s`, `*` where it shows `[*]`), and fixed at start.
 
 use std::{
     collections::BTreeMap,
@@ -17,10 +19,12 @@ use axum::{
     extract::State,
     http::{HeaderMap, HeaderValue, StatusCode, Uri, header},
     response::{IntoResponse, Response},
-    routing::get,
+    routing::any,
 };
 use rand::seq::IndexedRandom as _;
-use serde_json::json;
+use serde::Serialize;
+
+use negotiate::{Wanted, negotiate};
 
 /// The name in both pages' headings and objects (KCM's is `kube-controller-manager`).
 const COMPONENT: &str = "kcm-rs";
@@ -55,7 +59,8 @@ impl ZPages {
         Self {
             flags,
             started,
-            binary_version: crate::flags::VERSION.trim_start_matches('v').to_owned(),
+            // A version alone, as KCM's `1.36.3` (the commit is in `--version`).
+            binary_version: env!("CARGO_PKG_VERSION").to_owned(),
             paths,
             flagz_text: OnceLock::new(),
         }
@@ -64,71 +69,23 @@ impl ZPages {
 
 pub fn routes<S: Clone + Send + Sync + 'static>(pages: Arc<ZPages>) -> Router<S> {
     Router::new()
-        .route("/flagz", get(flagz))
-        .route("/statusz", get(statusz))
+        // Any method, as upstream's mux serves them.
+        .route("/flagz", any(flagz))
+        .route("/statusz", any(statusz))
         .with_state(pages)
 }
 
-/// What a request's `Accept` asks for.
-#[derive(Debug, PartialEq, Eq)]
-enum Wanted {
-    Text,
-    /// The typed object in this version.
-    Json(&'static str),
-    NotAcceptable,
-}
-
-/// Reads `Accept` as upstream's negotiation does for these pages: none, `text/plain` or a wildcard
-/// is text; `application/json` only with this page's kind (`as`), group and a known version.
-/// Ranges are tried in their order of preference (`q`).
-fn wanted(accept: Option<&str>, kind: &str) -> Wanted {
-    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
-        return Wanted::Text;
-    };
-    let mut ranges: Vec<(f32, Wanted)> = accept
-        .split(',')
-        .map(|range| {
-            let mut parts = range.split(';').map(str::trim);
-            let media = parts.next().unwrap_or_default().to_ascii_lowercase();
-            let params: BTreeMap<String, String> = parts
-                .filter_map(|p| p.split_once('='))
-                .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-                .collect();
-            let q = params.get("q").and_then(|q| q.parse().ok()).unwrap_or(1.0);
-            let typed = params.get("as").map(String::as_str) == Some(kind)
-                && params.get("g").map(String::as_str) == Some(GROUP);
-            let version = params
-                .get("v")
-                .and_then(|v| VERSIONS.into_iter().find(|known| known == v));
-            let w = match media.as_str() {
-                "text/plain" | "text/*" | "*/*" => Wanted::Text,
-                "application/json" => match version {
-                    Some(v) if typed => Wanted::Json(v),
-                    _ => Wanted::NotAcceptable,
-                },
-                _ => Wanted::NotAcceptable,
-            };
-            (q, w)
-        })
-        .filter(|(q, _)| *q > 0.0)
-        .collect();
-    ranges.sort_by(|a, b| b.0.total_cmp(&a.0));
-    ranges
-        .into_iter()
-        .map(|(_, w)| w)
-        .find(|w| *w != Wanted::NotAcceptable)
-        .unwrap_or(Wanted::NotAcceptable)
-}
-
 async fn flagz(State(pages): State<Arc<ZPages>>, headers: HeaderMap, uri: Uri) -> Response {
-    match wanted(accept(&headers), "Flagz") {
+    match negotiate(accept(&headers), GROUP, "Flagz", &VERSIONS) {
         Wanted::Text => text(pages.flagz_text.get_or_init(|| flagz_text(&pages.flags)).clone()),
-        Wanted::Json(version) => typed(
-            "Flagz",
-            "flagz",
+        Wanted::Json {
             version,
-            json!({"flags": pages.flags}),
-            pretty(&headers, &uri),
+            pretty: asked,
+        } => typed(
+            "Flagz",
+            version,
+            Flagz { flags: &pages.flags },
+            asked || pretty(&headers, &uri),
         ),
         Wanted::NotAcceptable => not_acceptable(),
     }
@@ -139,25 +96,59 @@ async fn statusz(State(pages): State<Arc<ZPages>>, headers: HeaderMap, uri: Uri)
     let up = SystemTime::now()
         .duration_since(pages.started)
         .map_or(0, |d| d.as_secs());
-    match wanted(accept(&headers), "Statusz") {
+    match negotiate(accept(&headers), GROUP, "Statusz", &VERSIONS) {
         Wanted::Text => text(statusz_text(&pages, started, up)),
-        Wanted::Json(version) => typed(
-            "Statusz",
-            "statusz",
+        Wanted::Json {
             version,
-            json!({
-                "startTime": started.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-                "uptimeSeconds": up,
-                // Required in the type; kcm-rs is not built with Go.
-                "goVersion": "",
-                "binaryVersion": pages.binary_version,
-                "emulationVersion": EMULATED,
-                "paths": pages.paths,
-            }),
-            pretty(&headers, &uri),
+            pretty: asked,
+        } => typed(
+            "Statusz",
+            version,
+            Statusz {
+                start_time: started.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                uptime_seconds: up,
+                go_version: "",
+                binary_version: &pages.binary_version,
+                emulation_version: EMULATED,
+                paths: &pages.paths,
+            },
+            asked || pretty(&headers, &uri),
         ),
         Wanted::NotAcceptable => not_acceptable(),
     }
+}
+
+/// The typed objects, fields in the order of upstream's Go types (after the type and the name).
+#[derive(Serialize)]
+struct Typed<'a, T> {
+    kind: &'a str,
+    #[serde(rename = "apiVersion")]
+    api_version: String,
+    metadata: Metadata,
+    #[serde(flatten)]
+    fields: T,
+}
+
+#[derive(Serialize)]
+struct Metadata {
+    name: &'static str,
+}
+
+#[derive(Serialize)]
+struct Flagz<'a> {
+    flags: &'a BTreeMap<String, String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Statusz<'a> {
+    start_time: String,
+    uptime_seconds: u64,
+    /// Required in the type; kcm-rs is not built with Go.
+    go_version: &'a str,
+    binary_version: &'a str,
+    emulation_version: &'a str,
+    paths: &'a [String],
 }
 
 fn accept(headers: &HeaderMap) -> Option<&str> {
@@ -195,28 +186,28 @@ fn text(body: String) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
 }
 
-/// The typed object `kind` in `version`, `fields` after its type and name; indented for a person
-/// (`?pretty=true`, or curl, Wget or a browser), as the API server's negotiation decides.
-fn typed(kind: &str, page: &str, version: &str, fields: serde_json::Value, pretty: bool) -> Response {
-    let mut object = json!({
-        "kind": kind,
-        "apiVersion": format!("{GROUP}/{version}"),
-        "metadata": {"name": COMPONENT},
-    });
-    if let (Some(object), serde_json::Value::Object(fields)) = (object.as_object_mut(), fields) {
-        object.extend(fields);
-    }
+/// The typed object `kind` in `version`; indented for a person (the range's `pretty=1`,
+/// `?pretty=true`, or curl, Wget or a browser), as the API server writes it: Go's `MarshalIndent`
+/// without a final newline, its `Encoder` with one.
+fn typed<T: Serialize>(kind: &str, version: &str, fields: T, pretty: bool) -> Response {
+    let object = Typed {
+        kind,
+        api_version: format!("{GROUP}/{version}"),
+        metadata: Metadata { name: COMPONENT },
+        fields,
+    };
     let body = if pretty {
         serde_json::to_string_pretty(&object)
     } else {
-        serde_json::to_string(&object)
+        serde_json::to_string(&object).map(|s| s + "\n")
     }
     .unwrap_or_default();
     let content_type = format!("application/json;g={GROUP};v={version};as={kind}");
-    let mut response = ([(header::CONTENT_TYPE, content_type)], format!("{body}\n")).into_response();
+    let mut response = ([(header::CONTENT_TYPE, content_type)], body).into_response();
     if version != VERSIONS[0] {
         let warning = format!(
-            "299 - \"This version of the {page} endpoint is deprecated. Please use a newer version.\""
+            "299 - \"This version of the {} endpoint is deprecated. Please use a newer version.\"",
+            kind.to_lowercase()
         );
         if let Ok(value) = HeaderValue::try_from(warning) {
             response.headers_mut().insert(header::WARNING, value);
@@ -253,6 +244,7 @@ fn not_acceptable() -> Response {
     )
 }
 
+mod negotiate;
+
 #[cfg(test)]
-#[path = "zpages_tests.rs"]
 mod tests;
