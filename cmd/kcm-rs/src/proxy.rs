@@ -138,17 +138,15 @@ fn parse(url: &str, source_name: &str, schemes: &[&str]) -> Result<Route, ProxyE
         )));
     }
     let authority = uri.authority().ok_or_else(|| invalid("no host".into()))?;
-    let (user, pass) = match authority.as_str().rsplit_once('@') {
-        Some((info, _)) => match info.split_once(':') {
-            Some((u, p)) => (Some(decode(u)), Some(decode(p))),
-            None => (Some(decode(info)), None),
-        },
+    let (info, host_port) = match authority.as_str().rsplit_once('@') {
+        Some((info, host_port)) => (Some(info), host_port),
+        None => (None, authority.as_str()),
+    };
+    let (user, pass) = match info.map(|i| i.split_once(':').ok_or(i)) {
+        Some(Ok((u, p))) => (Some(decode(u)), Some(decode(p))),
+        Some(Err(u)) => (Some(decode(u)), None),
         None => (None, None),
     };
-    let host_port = authority
-        .as_str()
-        .rsplit_once('@')
-        .map_or(authority.as_str(), |(_, hp)| hp);
     // `host:` is the scheme's port, as in Go; `host:x` no port at all.
     let port_text = host_port.rsplit_once(':').filter(|_| !host_port.ends_with(']'));
     if port_text.is_some_and(|(_, p)| !p.is_empty()) && authority.port_u16().is_none() {

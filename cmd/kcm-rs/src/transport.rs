@@ -144,24 +144,26 @@ where
             if let Some((user, pass)) = auth {
                 socks = socks.with_auth(user.clone(), pass.clone());
             }
-            let socks: WithPort<_> = MapRequest::new(socks, with_port);
-            over_tls(socks, config, resend_unsent)?
+            over_tls(ported(socks), config, resend_unsent)?
         }
     })
 }
 
 fn tunnel<C>(proxy: &Uri, auth: &Option<HeaderValue>, connector: C) -> WithPort<Tunnel<C>> {
     let tunnel = Tunnel::new(proxy.clone(), connector);
-    let tunnel = match auth {
+    ported(match auth {
         Some(auth) => tunnel.with_auth(auth.clone()),
         None => tunnel,
-    };
-    MapRequest::new(tunnel, with_port as fn(Uri) -> Uri)
+    })
 }
 
 /// A proxy connector given its target with the port spelt out: hyper-util's tunnels take a target
 /// without one for port 443, an `http://` server's too.
 type WithPort<C> = MapRequest<C, fn(Uri) -> Uri>;
+
+fn ported<C>(proxy_connector: C) -> WithPort<C> {
+    MapRequest::new(proxy_connector, with_port)
+}
 
 /// `uri` with its scheme's port when it names none.
 fn with_port(uri: Uri) -> Uri {

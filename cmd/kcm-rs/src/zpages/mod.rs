@@ -24,6 +24,8 @@ use axum::{
 use rand::seq::IndexedRandom as _;
 use serde::Serialize;
 
+mod negotiate;
+
 use negotiate::{Wanted, negotiate};
 
 /// The name in both pages' headings and objects (KCM's is `kube-controller-manager`).
@@ -41,15 +43,17 @@ const WARNING: &str = "Warning: This endpoint is not meant to be machine parseab
 /// The Kubernetes release whose controllers kcm-rs behaves as (`emulationVersion`).
 const EMULATED: &str = "1.36";
 
-/// What the pages show.
+/// `binaryVersion`: a version alone, as KCM's `1.36.3` (the commit is in `--version`).
+const BINARY_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What the pages show; fixed once made, as the cached `/flagz` text is made from `flags`.
 pub struct ZPages {
     /// Every flag with its value, given or default.
-    pub flags: BTreeMap<String, String>,
-    pub started: SystemTime,
-    pub binary_version: String,
+    flags: BTreeMap<String, String>,
+    started: SystemTime,
     /// The top-level paths the server answers, but these pages' own `/statusz` (as upstream lists
     /// its mux's paths before it adds `/statusz`).
-    pub paths: Vec<String>,
+    paths: Vec<String>,
     /// The text of `/flagz`, made once: upstream caches it, separator and all.
     flagz_text: OnceLock<String>,
 }
@@ -59,8 +63,6 @@ impl ZPages {
         Self {
             flags,
             started,
-            // A version alone, as KCM's `1.36.3` (the commit is in `--version`).
-            binary_version: env!("CARGO_PKG_VERSION").to_owned(),
             paths,
             flagz_text: OnceLock::new(),
         }
@@ -108,7 +110,7 @@ async fn statusz(State(pages): State<Arc<ZPages>>, headers: HeaderMap, uri: Uri)
                 start_time: started.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
                 uptime_seconds: up,
                 go_version: "",
-                binary_version: &pages.binary_version,
+                binary_version: BINARY_VERSION,
                 emulation_version: EMULATED,
                 paths: &pages.paths,
             },
@@ -177,7 +179,7 @@ fn statusz_text(pages: &ZPages, started: jiff::Timestamp, up: u64) -> String {
     format!(
         "\n{COMPONENT} statusz\n{WARNING}\n\nStarted{sep} {started}\nUp{sep} {up}\nBinary version{sep} {}\n\
          Emulation version{sep} {EMULATED}\nPaths{sep} {}\n",
-        pages.binary_version,
+        BINARY_VERSION,
         pages.paths.join(" ")
     )
 }
@@ -243,8 +245,6 @@ fn not_acceptable() -> Response {
         "only the following media types are accepted: application/json, text/plain",
     )
 }
-
-mod negotiate;
 
 #[cfg(test)]
 mod tests;

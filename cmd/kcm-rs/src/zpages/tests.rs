@@ -43,7 +43,7 @@ fn text_pages_are_laid_out_as_upstreams() {
         [
             format!("Started{sep} Sat Nov 28 17:46:40 UTC 2026"),
             format!("Up{sep} 1 hr 02 min 05 sec"),
-            format!("Binary version{sep} {}", p.binary_version),
+            format!("Binary version{sep} {}", BINARY_VERSION),
             format!("Emulation version{sep} 1.36"),
             format!("Paths{sep} /flagz /healthz"),
         ]
