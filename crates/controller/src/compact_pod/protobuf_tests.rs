@@ -22,6 +22,8 @@ use super::Pod;
 const PODS_JSON: &str = include_str!("../../../../benches/fixtures/pods.json");
 const PODS_PB: &[u8] = include_bytes!("../../../../benches/fixtures/pods.pb");
 const WATCH_PB: &[u8] = include_bytes!("../../../../benches/fixtures/pods-watch.pb");
+const SHARDED_JSON: &str = include_str!("../../../../benches/fixtures/pods-sharded.json");
+const SHARDED_PB: &[u8] = include_bytes!("../../../../benches/fixtures/pods-sharded.pb");
 const NOT_FOUND_PB: &[u8] = include_bytes!("../../../../benches/fixtures/status-notfound.pb");
 const STREAM: &str = "application/vnd.kubernetes.protobuf;stream=watch";
 const PATH: &str = "/api/v1/namespaces/rec/pods";
@@ -293,6 +295,25 @@ async fn an_expired_watch_in_protobuf_relists() {
         "relists after 410 Gone: {requests:?}"
     );
     cancel.cancel();
+}
+
+/// A list a shard selector filtered carries `shardInfo` (1.36 `ShardedListAndWatch`), recorded with
+/// the gate on (four namespaces' pods, the upper half of the hash space, at one resourceVersion in
+/// both content types): the same pods as its JSON, and the selector echoed, from which the sharded
+/// lister-watcher learns that the server filters (`informer::sharded`).
+#[test]
+fn a_sharded_list_in_protobuf_keeps_its_shard_info() {
+    let json: ObjectList<Pod> = serde_json::from_str(SHARDED_JSON).unwrap();
+    let decoded = decode::list::<Pod>(&Bytes::from_static(SHARDED_PB)).unwrap();
+    assert_eq!(decoded.items.len(), 4);
+    assert_eq!(decoded.items, json.items);
+    assert_eq!(decoded.metadata, json.metadata, "resourceVersion and shardInfo");
+    assert_eq!(
+        decoded.metadata.shard_info.map(|s| s.selector).as_deref(),
+        Some("shardRange(object.metadata.namespace, '0x8000000000000000', '0x10000000000000000')")
+    );
+    let unsharded = decode::list::<Pod>(&Bytes::from_static(PODS_PB)).unwrap();
+    assert_eq!(unsharded.metadata.shard_info, None);
 }
 
 #[tokio::test]

@@ -37,7 +37,9 @@ pub fn list<K: ProtobufObject>(body: &Bytes) -> Result<ObjectList<K>, WireError>
             remaining_item_count: meta.remaining_item_count,
             resource_version: non_empty(meta.resource_version),
             self_link: None,
-            ..KubeListMeta::default()
+            shard_info: meta
+                .shard_info
+                .map(|s| k8s_openapi::apimachinery::pkg::apis::meta::v1::ShardInfo { selector: s.selector }),
         },
         items,
     })

@@ -63,6 +63,17 @@ pub struct ListMeta {
     pub r#continue: String,
     #[prost(int64, optional, tag = "4")]
     pub remaining_item_count: Option<i64>,
+    /// Set when a shard selector filtered the list (1.36 `ShardedListAndWatch`, alpha): the sharded
+    /// lister-watcher reads from it whether the server filters (`crate::sharded`).
+    #[prost(message, optional, tag = "5")]
+    pub shard_info: Option<ShardInfo>,
+}
+
+/// The shard selector the server applied, echoed back (`meta/v1` `ShardInfo`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ShardInfo {
+    #[prost(string, tag = "1")]
+    pub selector: String,
 }
 
 /// The metadata of any object (always field 1), as much as a bookmark carries.
