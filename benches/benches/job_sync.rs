@@ -13,7 +13,7 @@ use std::{collections::BTreeMap, hint::black_box, sync::Arc};
 
 use controller::testing::pod;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use job::{BackoffRecord, Decision, JOB_TRACKING_FINALIZER, SyncInput, plan_sync};
+use job::{BackoffRecord, Decision, JOB_TRACKING_FINALIZER, JobDelays, SyncInput, plan_sync};
 use k8s_openapi::{
     api::{
         batch::v1::{
@@ -177,6 +177,7 @@ fn bench(c: &mut Criterion) {
                             backoff: BackoffRecord::default(),
                             now,
                             suspend_clears_start_time: true,
+                            delays: JobDelays::UPSTREAM,
                         };
                         let plan = plan_sync(&input).unwrap();
                         assert!(matches!(plan, Decision::Sync(_)));

@@ -109,9 +109,15 @@ pub async fn run_differential_as(
     scenarios: &[Scenario],
 ) {
     let both = under_both(cluster, suite, kcm_rs_args, kubeconfig, |actor| {
-        run_all(cluster, scenarios, actor)
+        run_scenarios(cluster, scenarios, actor)
     })
     .await;
+    assert_agree(suite, scenarios, &both);
+}
+
+/// Fails unless kcm-rs exited cleanly and each scenario's outcome under it is upstream's; the
+/// message lists every scenario that differs, then kcm-rs's log.
+pub fn assert_agree(suite: &str, scenarios: &[Scenario], both: &UnderBoth<Vec<Result<Outcome, String>>>) {
     let mut report = String::new();
     for (s, (want, got)) in scenarios.iter().zip(both.upstream.iter().zip(&both.kcm_rs)) {
         match (want, got) {
@@ -188,7 +194,13 @@ where
     }
 }
 
-async fn run_all(cluster: &Cluster, scenarios: &[Scenario], actor: &str) -> Vec<Result<Outcome, String>> {
+/// Runs `scenarios` under `actor` (its name prefixes their namespaces): all at once, then the solo
+/// ones one by one. Each result is the outcome, or the message of the panic that ended the scenario.
+pub async fn run_scenarios(
+    cluster: &Cluster,
+    scenarios: &[Scenario],
+    actor: &str,
+) -> Vec<Result<Outcome, String>> {
     let together = join_all(
         scenarios
             .iter()

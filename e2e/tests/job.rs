@@ -12,7 +12,7 @@ use serde_json::json;
 
 use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
-    differential::{Outcome, run_differential, selected},
+    differential::{Outcome, UnderBoth, assert_agree, run_differential, run_scenarios, selected, under_both},
     job_scenarios::{crash, job_manifest, scenarios},
     wait_for, with_namespace,
 };
@@ -31,6 +31,152 @@ async fn disruptive_job_matches_upstream() {
         &selected(scenarios()),
     )
     .await;
+}
+
+/// A scenario whose pods are re-created after failures, and whose outcome does not depend on how
+/// long that takes (the backoff scenarios beside a Ready pod compare what comes first within the
+/// 10 s wait, so they are left out).
+const BACKOFF_SCENARIOS: &[&str] = &["backoff-limit"];
+
+/// The test-speed flags, as upstream's integration tests shorten the same waits.
+const TEST_SPEED: &[&str] = &[
+    "--controllers=job-controller",
+    "--job-pod-failure-backoff=1s",
+    "--job-max-pod-failure-backoff=2s",
+    "--job-sync-batch-period=100ms",
+];
+
+/// kcm-rs with the test-speed flags, against upstream's controller on its own waits: the backoff
+/// scenario ends the same, and Jobs whose pods keep failing (one NonIndexed, one Indexed with
+/// backoffLimitPerIndex) re-create them after the test's waits, capped, where upstream, measured in
+/// the same run, waits its 10 s, then 20 s.
+#[tokio::test]
+async fn disruptive_job_test_speed_flags_change_only_the_waits() {
+    let cluster = Cluster::connect().await;
+    let chosen: Vec<_> = scenarios()
+        .into_iter()
+        .filter(|s| BACKOFF_SCENARIOS.contains(&s.name))
+        .collect();
+    assert_eq!(chosen.len(), BACKOFF_SCENARIOS.len(), "a scenario was renamed");
+    let both = under_both(&cluster, "job-test-speed", TEST_SPEED, None, |actor| {
+        let (cluster, chosen) = (cluster.clone(), chosen.clone());
+        async move {
+            let gaps = re_creation_gaps(&cluster, actor);
+            let outcomes = run_scenarios(&cluster, &chosen, actor);
+            let (gaps, outcomes) = tokio::join!(gaps, outcomes);
+            (outcomes, gaps)
+        }
+    })
+    .await;
+    let (upstream, ours) = (both.upstream.1.clone(), both.kcm_rs.1.clone());
+    let outcomes = UnderBoth {
+        upstream: both.upstream.0,
+        kcm_rs: both.kcm_rs.0,
+        exit: both.exit,
+        log_tail: both.log_tail,
+        panics: both.panics,
+    };
+    assert_agree("job-test-speed", &chosen, &outcomes);
+    println!("seconds from a failed pod's end to its replacement: upstream {upstream:?}, kcm-rs {ours:?}");
+    // Both sides count from the same whole-second finish time, so a gap never reads below the wait.
+    let (global, indexed) = &upstream;
+    assert!(
+        global.len() == 2 && global[0] >= 10 && global[1] >= 20 && indexed.len() == 1 && indexed[0] >= 10,
+        "upstream waits 10 s, then 20 s: {upstream:?}"
+    );
+    let (global, indexed) = &ours;
+    assert!(
+        global.len() == 4 && (1..10).contains(&global[0]) && global[1..].iter().all(|g| *g >= 2),
+        "kcm-rs with --job-pod-failure-backoff=1s waits 1 s, then 2 s, not upstream's 10 s: {ours:?}"
+    );
+    assert!(
+        global[3] < 8,
+        "the fourth wait is capped at --job-max-pod-failure-backoff=2s, not doubled to 8 s: {ours:?}"
+    );
+    assert!(
+        indexed.len() == 1 && (1..10).contains(&indexed[0]),
+        "a failed index waits the test's 1 s too: {ours:?}"
+    );
+}
+
+/// Two Jobs whose pods exit 1: NonIndexed (backoffLimit 4 under kcm-rs; 2 under upstream, whose
+/// later waits would be 40 s and 80 s), and Indexed with one index and backoffLimitPerIndex 1. For
+/// each, the seconds from each pod's end to the next pod's creation.
+async fn re_creation_gaps(cluster: &Cluster, actor: &str) -> (Vec<i64>, Vec<i64>) {
+    let gaps: Arc<Mutex<(Vec<i64>, Vec<i64>)>> = Arc::default();
+    let slot = gaps.clone();
+    let backoff_limit = if actor == "upstream" { 2 } else { 4 };
+    with_namespace(cluster.clone(), &format!("job-gaps-{actor}"), |ns| async move {
+        let fail = &["sh", "-c", "exit 1"];
+        let global = job_manifest("gaps", fail, json!({"backoffLimit": backoff_limit}));
+        let indexed = job_manifest(
+            "gaps-indexed",
+            fail,
+            json!({"completionMode": "Indexed", "completions": 1, "backoffLimitPerIndex": 1}),
+        );
+        for j in [global, indexed] {
+            ns.api::<Job>().create(&PostParams::default(), &j).await.unwrap();
+        }
+        for name in ["gaps", "gaps-indexed"] {
+            wait_for(
+                &format!("Job {name} failed"),
+                Duration::from_secs(240),
+                || async {
+                    let j = ns.api::<Job>().get(name).await.map_err(|e| e.to_string())?;
+                    let conditions = j
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.conditions.clone())
+                        .unwrap_or_default();
+                    conditions
+                        .iter()
+                        .any(|c| c.type_ == "Failed" && c.status == "True")
+                        .then_some(())
+                        .ok_or_else(|| format!("{:?}", j.status))
+                },
+            )
+            .await;
+        }
+        let gaps_of = |name: &str| {
+            let ns = ns.clone();
+            let selector = format!("app={name}");
+            async move {
+                let mut pods = ns
+                    .api::<Pod>()
+                    .list(&ListParams::default().labels(&selector))
+                    .await
+                    .unwrap()
+                    .items;
+                pods.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
+                pods.windows(2)
+                    .map(|w| created(&w[1]) - finished(&w[0]))
+                    .collect::<Vec<_>>()
+            }
+        };
+        *slot.lock() = (gaps_of("gaps").await, gaps_of("gaps-indexed").await);
+    })
+    .await;
+    gaps.lock().clone()
+}
+
+fn created(p: &Pod) -> i64 {
+    p.metadata
+        .creation_timestamp
+        .as_ref()
+        .expect("created")
+        .0
+        .as_second()
+}
+
+/// When the pod's container ended (KWOK's failing stage sets it).
+fn finished(p: &Pod) -> i64 {
+    let status = p.status.as_ref().expect("a status");
+    let terminated = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .find_map(|c| c.state.as_ref()?.terminated.as_ref()?.finished_at.clone());
+    terminated.expect("the container's end").0.as_second()
 }
 
 /// kcm-rs killed between the status write that records finished pods as uncounted and the removal

@@ -85,6 +85,7 @@ pub struct ControllerManager {
     /// The Lease (namespace, name) to win before starting, if any.
     lease: Option<(String, String)>,
     identity: Option<String>,
+    job_delays: job::JobDelays,
 }
 
 impl std::fmt::Debug for ControllerManager {
@@ -93,6 +94,7 @@ impl std::fmt::Debug for ControllerManager {
             .field("controllers", &self.controllers)
             .field("namespaces", &self.namespaces)
             .field("lease", &self.lease)
+            .field("job_delays", &self.job_delays)
             .finish_non_exhaustive()
     }
 }
@@ -105,6 +107,7 @@ impl ControllerManager {
             namespaces: Vec::new(),
             lease: None,
             identity: None,
+            job_delays: job::JobDelays::UPSTREAM,
         }
     }
 
@@ -142,6 +145,15 @@ impl ControllerManager {
         self
     }
 
+    /// The Job controller's waits, for tests: a shorter pod-failure backoff and batch period than
+    /// upstream's, as upstream's own integration tests set them (`--job-pod-failure-backoff` and
+    /// the flags beside it).
+    #[must_use]
+    pub fn job_delays(mut self, delays: job::JobDelays) -> Self {
+        self.job_delays = delays;
+        self
+    }
+
     /// Wins the Lease if one was asked for, then starts the informers and controllers and returns
     /// at once: [`Running::wait_synced`] waits for their caches.
     pub async fn start(self) -> Result<Running, EmbedError> {
@@ -149,6 +161,7 @@ impl ControllerManager {
             .map_err(EmbedError::Defaults)?;
         args.controllers = self.controllers;
         args.namespaces = self.namespaces;
+        args.job_delays = self.job_delays;
         let enabled = controllers::enabled_controllers(&args.controllers)?;
         controllers::check_gates(&enabled, &args.feature_gates)?;
         let identity = self.identity.unwrap_or_else(crate::cli::identity);

@@ -122,6 +122,11 @@ pub struct Args {
     #[arg(skip)]
     pub feature_gates: FeatureGates,
 
+    /// The Job controller's waits from the test-speed flags, checked against each other and
+    /// `--shadow`: set by [`Args::try_parse_flags_from`].
+    #[arg(skip)]
+    pub job_delays: job::JobDelays,
+
     /// Every flag by its long name with its value as given, else its default (several values joined
     /// by `,`): what `/flagz` shows. Set by [`Args::try_parse_flags_from`].
     #[arg(skip)]
@@ -160,6 +165,9 @@ pub struct Args {
 
     #[command(flatten)]
     pub serving: crate::serving_flags::ServingFlags,
+
+    #[command(flatten)]
+    pub test_speed: crate::test_speed_flags::TestSpeedFlags,
 
     /// Enable profiling via web interface host:port/debug/pprof/
     #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", help_heading = "Debugging flags")]
@@ -342,6 +350,10 @@ impl Args {
         let matches = command.clone().try_get_matches_from(args)?;
         let mut a = Self::from_arg_matches(&matches)?;
         a.flag_values = flag_values(&command, &matches);
+        a.job_delays = a
+            .test_speed
+            .check(a.shadow)
+            .map_err(|e| Self::command().error(ErrorKind::ArgumentConflict, e.to_string()))?;
         let settings: Vec<Setting> = a
             .feature_gate_settings
             .iter()

@@ -40,9 +40,12 @@ mod shard_selector;
 mod shard_series;
 mod slis;
 mod stall;
+mod test_speed_flags;
 mod transport;
 mod verbosity;
 mod zpages;
 
 pub use controllers::ControllersError;
 pub use embed::{ControllerManager, EmbedError, Running};
+/// The Job controller's waits, for [`ControllerManager::job_delays`].
+pub use job::{JobDelays, JobDelaysError};

@@ -1,6 +1,6 @@
 //! The delay before re-creating pods after failures (upstream `backoff_utils.go`): 10 s doubled per
-//! consecutive failure since the last success, at most 10 minutes, counted from the last failure's
-//! finish time. Kept in memory per Job, as upstream: a restart forgets it.
+//! consecutive failure since the last success, at most 10 minutes ([`JobDelays`] for tests), counted
+//! from the last failure's finish time. Kept in memory per Job, as upstream: a restart forgets it.
 
 use controller::compact_pod::{ContainerStatus, Pod};
 use std::{collections::HashMap, sync::Arc, time::Duration};
@@ -8,12 +8,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 use k8s_openapi::jiff::Timestamp;
 use parking_lot::Mutex;
 
-use crate::spec::index_absolute_failure_count;
-
-/// The first re-creation delay (upstream `DefaultJobPodFailureBackOff`).
-pub(crate) const DEFAULT_POD_FAILURE_BACKOFF: Duration = Duration::from_secs(10);
-/// The longest re-creation delay (upstream `MaxJobPodFailureBackOff`).
-pub(crate) const MAX_POD_FAILURE_BACKOFF: Duration = Duration::from_secs(10 * 60);
+use crate::{delays::JobDelays, spec::index_absolute_failure_count};
 
 /// Failures since the last success, and when the last of them finished.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -56,23 +51,29 @@ impl BackoffRecord {
     }
 
     /// How long to wait before creating pods again.
-    pub(crate) fn remaining(&self, now: Timestamp) -> Duration {
-        remaining_for_failures(self.failures_after_last_success, self.last_failure_time, now)
+    pub(crate) fn remaining(&self, delays: &JobDelays, now: Timestamp) -> Duration {
+        remaining_for_failures(
+            delays,
+            self.failures_after_last_success,
+            self.last_failure_time,
+            now,
+        )
     }
 }
 
 /// The delay for an index whose last failed pod is `last_failed` (upstream
 /// `getRemainingTimePerIndex`): that pod's failures so far plus its own.
-pub(crate) fn remaining_for_index(last_failed: Option<&Pod>, now: Timestamp) -> Duration {
+pub(crate) fn remaining_for_index(delays: &JobDelays, last_failed: Option<&Pod>, now: Timestamp) -> Duration {
     let Some(p) = last_failed else {
         return Duration::ZERO;
     };
     let failures = index_absolute_failure_count(p).saturating_add(1);
-    remaining_for_failures(failures, Some(finished_time(p)), now)
+    remaining_for_failures(delays, failures, Some(finished_time(p)), now)
 }
 
-/// `DEFAULT × 2^(failures−1)`, capped, minus the time since the last failure; zero once past.
+/// `first × 2^(failures−1)`, capped, minus the time since the last failure; zero once past.
 pub(crate) fn remaining_for_failures(
+    delays: &JobDelays,
     failures: i32,
     last_failure: Option<Timestamp>,
     now: Timestamp,
@@ -80,14 +81,7 @@ pub(crate) fn remaining_for_failures(
     if failures <= 0 {
         return Duration::ZERO;
     }
-    let mut delay = DEFAULT_POD_FAILURE_BACKOFF;
-    for _ in 1..failures {
-        delay = delay.saturating_mul(2);
-        if delay >= MAX_POD_FAILURE_BACKOFF {
-            delay = MAX_POD_FAILURE_BACKOFF;
-            break;
-        }
-    }
+    let delay = delays.backoff_after(failures);
     let Some(last) = last_failure else {
         return delay;
     };

@@ -15,6 +15,8 @@ fn succeeded_at(name: &str, at: i64) -> Arc<Pod> {
     pod(name).succeeded().exit("main", 0, at).build()
 }
 
+const UPSTREAM: JobDelays = JobDelays::UPSTREAM;
+
 #[test]
 fn failures_accumulate_until_a_success() {
     let r = BackoffRecord::default().with_finished(&[], &[failed_at("a", 10), failed_at("b", 5)]);
@@ -68,7 +70,7 @@ fn a_success_resets_to_the_failures_after_it() {
 #[test]
 fn delay_doubles_from_ten_seconds_up_to_ten_minutes() {
     let now = ts(1000);
-    let d = |n: i32| remaining_for_failures(n, Some(now), now);
+    let d = |n: i32| remaining_for_failures(&UPSTREAM, n, Some(now), now);
     assert_eq!(d(0), Duration::ZERO);
     assert_eq!(d(1), Duration::from_secs(10));
     assert_eq!(d(2), Duration::from_secs(20));
@@ -78,20 +80,63 @@ fn delay_doubles_from_ten_seconds_up_to_ten_minutes() {
     assert_eq!(d(1000), Duration::from_secs(600));
     // Counted from the last failure.
     assert_eq!(
-        remaining_for_failures(2, Some(ts(990)), now),
+        remaining_for_failures(&UPSTREAM, 2, Some(ts(990)), now),
         Duration::from_secs(10)
     );
-    assert_eq!(remaining_for_failures(2, Some(ts(900)), now), Duration::ZERO);
+    assert_eq!(
+        remaining_for_failures(&UPSTREAM, 2, Some(ts(900)), now),
+        Duration::ZERO
+    );
+}
+
+#[test]
+fn a_test_s_delays_double_and_cap_alike() {
+    let now = ts(1000);
+    let fast = JobDelays::new(
+        Duration::from_millis(100),
+        Duration::from_millis(300),
+        Duration::ZERO,
+    )
+    .expect("the cap is above the first step");
+    let d = |n: i32| remaining_for_failures(&fast, n, Some(now), now);
+    assert_eq!(d(0), Duration::ZERO);
+    assert_eq!(d(1), Duration::from_millis(100));
+    assert_eq!(d(2), Duration::from_millis(200));
+    assert_eq!(d(3), Duration::from_millis(300), "capped");
+    assert_eq!(d(i32::MAX), Duration::from_millis(300));
+    let none = JobDelays::new(Duration::ZERO, Duration::ZERO, Duration::ZERO).expect("zero is allowed");
+    assert_eq!(remaining_for_failures(&none, 5, Some(now), now), Duration::ZERO);
+    let no_first_step = JobDelays::new(Duration::ZERO, Duration::from_secs(1), Duration::ZERO).unwrap();
+    assert_eq!(
+        remaining_for_failures(&no_first_step, i32::MAX, Some(now), now),
+        Duration::ZERO,
+        "at once, not after 2^31 doublings of nothing"
+    );
+    assert_eq!(
+        JobDelays::new(Duration::from_secs(2), Duration::from_secs(1), Duration::ZERO),
+        Err(crate::delays::JobDelaysError {
+            first: Duration::from_secs(2),
+            max: Duration::from_secs(1)
+        }),
+        "a cap below the first step would shrink the backoff"
+    );
+    assert!(UPSTREAM.is_upstream() && !fast.is_upstream());
 }
 
 #[test]
 fn per_index_delay_counts_the_failed_pod_itself() {
     let now = ts(100);
-    assert_eq!(remaining_for_index(None, now), Duration::ZERO);
+    assert_eq!(remaining_for_index(&UPSTREAM, None, now), Duration::ZERO);
     let first = pod("a").failed().exit("main", 1, 100).build();
-    assert_eq!(remaining_for_index(Some(&first), now), Duration::from_secs(10));
+    assert_eq!(
+        remaining_for_index(&UPSTREAM, Some(&first), now),
+        Duration::from_secs(10)
+    );
     let third = pod("a").failed().exit("main", 1, 95).failure_count(2).build();
-    assert_eq!(remaining_for_index(Some(&third), now), Duration::from_secs(35));
+    assert_eq!(
+        remaining_for_index(&UPSTREAM, Some(&third), now),
+        Duration::from_secs(35)
+    );
 }
 
 #[test]

@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     backoff::BackoffStore,
+    delays::JobDelays,
     executor::{Executor, SyncError},
     finalizer_expectations::FinalizerExpectations,
     handlers::{Handlers, JobHandler, PodHandler},
@@ -55,6 +56,9 @@ pub struct JobOptions {
     pub metrics: Arc<dyn JobMetrics>,
     /// Testing only (shadow mode's self-check): plan as if no Job were suspended.
     pub ignore_suspend: bool,
+    /// The backoff's steps and the batch period; for tests other than upstream's, which shadow mode
+    /// never uses.
+    pub delays: JobDelays,
 }
 
 impl Default for JobOptions {
@@ -62,6 +66,7 @@ impl Default for JobOptions {
         Self {
             metrics: Arc::new(crate::metrics::NoJobMetrics),
             ignore_suspend: false,
+            delays: JobDelays::UPSTREAM,
         }
     }
 }
@@ -70,6 +75,7 @@ impl std::fmt::Debug for JobOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JobOptions")
             .field("ignore_suspend", &self.ignore_suspend)
+            .field("delays", &self.delays)
             .finish_non_exhaustive()
     }
 }
@@ -83,6 +89,7 @@ pub struct JobController<P> {
     executor: Executor<P>,
     features: FeatureGates,
     ignore_suspend: bool,
+    delays: JobDelays,
     shadow: Option<Shadow>,
 }
 
@@ -115,8 +122,10 @@ impl Build for JobController<KubePodControl> {
     /// Plans every sync and records in `state` where the plan disagrees with what upstream's
     /// controller did.
     fn shadow(cx: Context<'_>, state: Arc<ShadowState>, options: JobOptions) -> JobController<NoWrites> {
+        // Judged against upstream's controller, so on upstream's waits.
         let options = JobOptions {
             metrics: Arc::new(crate::metrics::NoJobMetrics),
+            delays: JobDelays::UPSTREAM,
             ..options
         };
         let mut c = JobController::with_control(cx, NoWrites, EventRecorder::in_memory(), options);
@@ -154,6 +163,7 @@ impl<P: PodControl> JobController<P> {
             clock: clock.clone(),
             backoff: Arc::new(BackoffStore::default()),
             finished: Arc::default(),
+            batch_period: options.delays.sync_batch_period(),
         };
         let mut wiring = cx.wiring_of(QUEUE_NAME, queue).with_events(recorder.clone());
         wiring.watch(&jobs, JobHandler(handlers.clone()));
@@ -180,6 +190,7 @@ impl<P: PodControl> JobController<P> {
             executor,
             features: cx.options.features,
             ignore_suspend: options.ignore_suspend,
+            delays: options.delays,
             shadow: None,
         }
     }

@@ -236,3 +236,30 @@ async fn an_orphan_deleted_before_its_adoption_is_planned_without() {
         .count();
     assert_eq!(creates, 2, "{:?}", cluster.writes("pods"));
 }
+
+/// A test's waits reach the live controller; shadow mode, judged against upstream's controller,
+/// plans on upstream's whatever it is given.
+#[tokio::test]
+async fn a_test_s_delays_reach_the_live_controller_and_never_the_shadow() {
+    let server = ApiServer::with_clock(Arc::new(FakeClock::at(ts(1))));
+    let factory = SharedInformerFactory::new(server.client());
+    let metrics = Recorded::default();
+    let fast = JobDelays::new(
+        Duration::from_secs(1),
+        Duration::from_secs(2),
+        Duration::from_millis(100),
+    )
+    .unwrap();
+    let options = || JobOptions {
+        delays: fast,
+        ..JobOptions::default()
+    };
+    let cx = || Context::new(&factory, server.client(), &metrics, COMPONENT);
+    let live = JobController::build(cx(), options());
+    assert_eq!(live.delays, fast);
+    assert_eq!(live.handlers.batch_period, Duration::from_millis(100));
+    let state = Arc::new(ShadowState::new(Duration::from_secs(10), |_| {}));
+    let shadow = JobController::<KubePodControl>::shadow(cx(), state, options());
+    assert_eq!(shadow.delays, JobDelays::UPSTREAM);
+    assert_eq!(shadow.handlers.batch_period, crate::SYNC_JOB_BATCH_PERIOD);
+}

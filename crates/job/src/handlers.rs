@@ -20,7 +20,6 @@ use crate::{
     metrics::{EVENT_ADD, EVENT_DELETE, JobMetrics},
     orphans::OrphanKey,
     ownership::selector,
-    plan::SYNC_JOB_BATCH_PERIOD,
     spec::{has_tracking_finalizer, is_finished, managed_by_external, phase},
 };
 
@@ -41,6 +40,8 @@ pub struct Handlers {
     /// before the old key syncs starts without the old one's failures.
     pub backoff: Arc<BackoffStore>,
     pub finished: Arc<FinishedJobs>,
+    /// The batch period pod events wait for ([`crate::JobDelays`]).
+    pub batch_period: Duration,
 }
 
 impl std::fmt::Debug for Handlers {
@@ -70,9 +71,9 @@ impl Handlers {
         jobs
     }
 
-    /// Pod events are batched: many within a second make one sync.
+    /// Pod events are batched: many within the batch period (upstream's 1 s) make one sync.
     fn enqueue_batched(&self, job: &Job) {
-        self.queue.add_after(ObjectKey::of(job), SYNC_JOB_BATCH_PERIOD);
+        self.queue.add_after(ObjectKey::of(job), self.batch_period);
     }
 
     fn enqueue_orphan(&self, pod: &Pod) {
@@ -165,7 +166,7 @@ impl EventHandler<Job> for JobHandler {
             return;
         }
         if cur.metadata.generation == old.metadata.generation {
-            h.queue.add_after(key.clone(), SYNC_JOB_BATCH_PERIOD);
+            h.queue.add_after(key.clone(), h.batch_period);
         } else {
             h.sync_now(key.clone());
         }

@@ -11,6 +11,7 @@ use testing::{FakeClock, drain};
 use super::*;
 use crate::{
     conditions::{FAILED, new_condition},
+    delays::SYNC_JOB_BATCH_PERIOD,
     fixtures::{job, pod, ts},
 };
 
@@ -51,6 +52,7 @@ fn handlers(jobs: Vec<Job>) -> (Handlers, Arc<Recorded>) {
         clock: Arc::new(FakeClock::at(ts(NOW))),
         backoff: Arc::default(),
         finished: Arc::default(),
+        batch_period: SYNC_JOB_BATCH_PERIOD,
     };
     (h, metrics)
 }
@@ -82,6 +84,18 @@ async fn an_owned_pod_add_observes_the_creation_and_syncs_batched() {
         ["finalizer add"],
         "a finished pod with the finalizer is counted"
     );
+}
+
+/// A test's batch period (`JobDelays`) is the one pod events wait for.
+#[tokio::test(start_paused = true)]
+async fn pod_events_wait_for_the_configured_batch_period() {
+    let (mut h, _) = handlers(vec![job(1, Some(1))]);
+    h.batch_period = Duration::from_millis(100);
+    PodHandler(h.clone()).on_add(&pod("p").build(), false);
+    tokio::time::sleep(Duration::from_millis(99)).await;
+    assert!(drain(&h.queue).is_empty(), "still batching");
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    assert_eq!(drain(&h.queue), [KEY], "synced after 100 ms, not upstream's 1 s");
 }
 
 #[tokio::test(start_paused = true)]

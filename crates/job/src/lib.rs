@@ -7,6 +7,9 @@
 //! finalizer from pods that no Job sync will unfinalize. Which test holds which behaviour is in
 //! `TESTING.md`, beside this crate's `Cargo.toml`.
 //!
+//! The controller's waits (the pod-failure backoff, its cap, the batch period) are upstream's unless
+//! a test asks for shorter ones through [`JobDelays`], as upstream's integration tests do.
+//!
 //! Where kcm-rs differs on purpose:
 //! * a pod relabelled out of its Job's selector while the Job is being deleted loses the tracking
 //!   finalizer (the orphan worker removes it, the owner reference stays). Upstream 1.36 neither
@@ -24,6 +27,7 @@ mod active_pods;
 mod backoff;
 mod conditions;
 mod controller;
+mod delays;
 mod executor;
 mod failpoints;
 mod finalizer_expectations;
@@ -46,6 +50,9 @@ mod fixtures;
 
 pub use backoff::BackoffRecord;
 pub use controller::{COMPONENT, JobController, JobOptions, QUEUE_NAME};
+pub use delays::{
+    DEFAULT_POD_FAILURE_BACKOFF, JobDelays, JobDelaysError, MAX_POD_FAILURE_BACKOFF, SYNC_JOB_BATCH_PERIOD,
+};
 pub use metrics::JobMetrics;
 pub use plan::{Decision, FullPlan, PlanError, SyncInput, plan_sync};
 pub use spec::JOB_TRACKING_FINALIZER;

@@ -93,6 +93,7 @@ fn the_shadow_plan_waits_out_the_backoff_upstream_waits_out() {
             backoff,
             now: ts(103),
             suspend_clears_start_time: true,
+            delays: crate::JobDelays::UPSTREAM,
         };
         match plan_pods(&input).unwrap() {
             Decision::Sync(p) => p,

@@ -217,6 +217,7 @@ fn start_job(cx: &StartContext<'_>, context: Context<'_>) -> Started {
     let options = JobOptions {
         metrics: cx.metrics.job_metrics(),
         ignore_suspend: perturbed(cx, ShadowPerturbation::IgnoreSuspend),
+        delays: cx.args.job_delays,
     };
     spawn::<JobController<KubePodControl>>(cx, context, options)
 }

@@ -2,6 +2,7 @@
 //! the same values the JSON path yields, so the reflector cannot tell the two apart.
 
 use bytes::Bytes;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ShardInfo;
 use kube::core::{
     ListMeta as KubeListMeta, ObjectList, TypeMeta,
     watch::{Bookmark, BookmarkMeta},
@@ -37,9 +38,7 @@ pub fn list<K: ProtobufObject>(body: &Bytes) -> Result<ObjectList<K>, WireError>
             remaining_item_count: meta.remaining_item_count,
             resource_version: non_empty(meta.resource_version),
             self_link: None,
-            shard_info: meta
-                .shard_info
-                .map(|s| k8s_openapi::apimachinery::pkg::apis::meta::v1::ShardInfo { selector: s.selector }),
+            shard_info: meta.shard_info.map(|s| ShardInfo { selector: s.selector }),
         },
         items,
     })

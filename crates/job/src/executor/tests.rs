@@ -87,6 +87,7 @@ impl Process {
             backoff: self.executor.backoff.get(KEY),
             now: ts(NOW),
             suspend_clears_start_time: true,
+            delays: crate::JobDelays::UPSTREAM,
         };
         match plan_pods(&input).expect("valid selector") {
             Decision::Sync(plan) => {

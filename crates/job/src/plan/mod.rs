@@ -25,7 +25,6 @@ use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::Time};
 
 pub(crate) use after_removal::{finished_events, status_after_removal};
 pub(crate) use finishing::deadline_left;
-pub(crate) use pods::SYNC_JOB_BATCH_PERIOD;
 pub(crate) use state::{Creation, ManageOutcome, PlannedEvent, PodAction, StatusPlan, SyncPlan};
 pub use state::{Decision, FullPlan, PlanError, SyncInput};
 
@@ -109,6 +108,7 @@ pub(crate) fn plan_pods(input: &SyncInput<'_>) -> Result<Decision<SyncPlan>, Pla
         action: PodAction::None,
         manage_called: false,
         suspend_clears_start_time: input.suspend_clears_start_time,
+        delays: input.delays,
         requeue_after: finishing.requeue_after,
         metrics_action: ACTION_RECONCILING,
         now: input.now,

@@ -21,9 +21,6 @@ use crate::{
 
 /// Most pods one sync creates or deletes (upstream `MaxPodCreateDeletePerSync`).
 pub(super) const MAX_POD_CREATE_DELETE_PER_SYNC: usize = 500;
-/// Delays shorter than this are raised to it, so pod events batch into one sync (upstream
-/// `syncJobBatchPeriod`).
-pub(crate) const SYNC_JOB_BATCH_PERIOD: Duration = Duration::from_secs(1);
 
 /// What manageJob decided.
 #[derive(Debug)]
@@ -119,9 +116,9 @@ fn pods_for_removal(plan: &SyncPlan, rm_at_least: usize) -> Vec<Arc<Pod>> {
 fn create(plan: &SyncPlan, missing: usize) -> PodWrites {
     let job = &plan.job;
     if backoff_limit_per_index(job).is_none() {
-        let remaining = plan.backoff.remaining(plan.now);
+        let remaining = plan.backoff.remaining(&plan.delays, plan.now);
         if remaining > Duration::ZERO {
-            return wait(remaining);
+            return wait(plan, remaining);
         }
     }
     let mut count = missing.min(MAX_POD_CREATE_DELETE_PER_SYNC);
@@ -174,7 +171,7 @@ fn pending_indexes(plan: &SyncPlan, count: usize) -> Vec<i32> {
 /// first one to end (nothing at all if no index waits).
 fn out_of_backoff(plan: &SyncPlan, mut indexes: Vec<i32>) -> Result<Vec<i32>, PodWrites> {
     let now = plan.now;
-    let remaining = |ix: &i32| remaining_for_index(plan.delayed.get(ix).map(|p| &**p), now);
+    let remaining = |ix: &i32| remaining_for_index(&plan.delays, plan.delayed.get(ix).map(|p| &**p), now);
     let min_wait = indexes
         .iter()
         .map(remaining)
@@ -183,19 +180,23 @@ fn out_of_backoff(plan: &SyncPlan, mut indexes: Vec<i32>) -> Result<Vec<i32>, Po
     indexes.retain(|ix| remaining(ix) == Duration::ZERO);
     if indexes.is_empty() {
         return Err(match min_wait {
-            Some(d) => wait(d),
+            Some(d) => wait(plan, d),
             None => PodWrites::nothing(ACTION_PODS_CREATED, None),
         });
     }
     Ok(indexes)
 }
 
-/// Waiting out a backoff: look again then (at least a batch period away). The status keeps the
+/// Waiting out a backoff: look again then (at least a batch period away, as upstream's
+/// `enqueueSyncJobWithDelay`). The status keeps the
 /// current active count: reporting 0 beside Ready pods is a status the API server refuses ("cannot
 /// set more ready pods than active"), which would hold back the failed pod's counting and its
 /// finalizer for the whole backoff (Kubernetes 1.36.3 reports the current count too).
-fn wait(delay: Duration) -> PodWrites {
-    PodWrites::nothing(ACTION_PODS_CREATED, Some(delay.max(SYNC_JOB_BATCH_PERIOD)))
+fn wait(plan: &SyncPlan, delay: Duration) -> PodWrites {
+    PodWrites::nothing(
+        ACTION_PODS_CREATED,
+        Some(delay.max(plan.delays.sync_batch_period())),
+    )
 }
 
 /// Pods are created with the tracking finalizer, so none finishes uncounted.

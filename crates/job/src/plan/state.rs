@@ -22,6 +22,7 @@ use k8s_openapi::{
 
 use crate::{
     backoff::BackoffRecord,
+    delays::JobDelays,
     indexed::{generate_name_with_index, template_for_index},
     intervals::OrderedIntervals,
     pod_failure_policy::Action,
@@ -43,6 +44,8 @@ pub struct SyncInput<'a> {
     /// Suspending a Job clears `status.startTime` (1.36 gate `MutableSchedulingDirectivesForSuspendedJobs`,
     /// beta and on by default; resuming sets it again either way).
     pub suspend_clears_start_time: bool,
+    /// The backoff's steps and the batch period: upstream's, unless a test asked otherwise.
+    pub delays: JobDelays,
 }
 
 /// Why a Job is not synced at all.
@@ -100,6 +103,8 @@ pub(crate) struct SyncPlan {
     pub(crate) manage_called: bool,
     /// [`SyncInput::suspend_clears_start_time`].
     pub(crate) suspend_clears_start_time: bool,
+    /// [`SyncInput::delays`].
+    pub(crate) delays: JobDelays,
     pub(crate) requeue_after: Option<Duration>,
     /// The `action` label of the sync metrics: reconciling, tracking, pods_created, pods_deleted.
     pub(crate) metrics_action: &'static str,

@@ -209,3 +209,66 @@ fn uncounted_pods_without_finalizer_move_to_the_counters() {
             .is_none()
     );
 }
+
+/// A test's shorter waits (`JobDelays`, as upstream's integration tests set them) change when pods
+/// are re-created, never what is decided: the same pods wait, for the test's backoff, and no sync
+/// comes sooner than its batch period.
+#[test]
+fn a_test_s_delays_shorten_only_the_waits() {
+    let fast = crate::JobDelays::new(
+        Duration::from_secs(3),
+        Duration::from_secs(5),
+        Duration::from_secs(2),
+    )
+    .unwrap();
+    let plan = |j: &Job, pods: &[Arc<Pod>], delays| {
+        let none = std::collections::HashSet::new();
+        let input = SyncInput {
+            delays,
+            ..input(j, pods, &none)
+        };
+        match plan_sync(&input).unwrap() {
+            Decision::Sync(p) => *p,
+            other => panic!("not synced: {other:?}"),
+        }
+    };
+    // One failure a second ago: upstream waits 10 s from it, the test 3 s, and the requeue is
+    // raised to the batch period once less than that is left.
+    let j = job(1, Some(3));
+    let failed = |at| vec![pod("f").failed().exit("main", 1, at).build()];
+    let upstream = plan(&j, &failed(NOW - 1), crate::JobDelays::UPSTREAM);
+    let test = plan(&j, &failed(NOW - 1), fast);
+    assert_eq!((creates(&upstream), creates(&test)), (0, 0));
+    assert_eq!(upstream.sync.requeue_after, Some(Duration::from_secs(9)));
+    assert_eq!(test.sync.requeue_after, Some(Duration::from_secs(2)));
+    let test = plan(&j, &failed(NOW - 2), fast);
+    assert_eq!(
+        test.sync.requeue_after,
+        Some(Duration::from_secs(2)),
+        "1 s left, raised to the batch period"
+    );
+    assert_eq!(
+        creates(&plan(&j, &failed(NOW - 3), fast)),
+        1,
+        "the test's backoff is over"
+    );
+    // Per index: the second failure of index 0 waits the doubled step, capped at 5 s.
+    let mut j = indexed(job(1, Some(3)));
+    spec(&mut j).backoff_limit_per_index = Some(3);
+    let pods = vec![
+        pod("i0")
+            .index(0)
+            .failed()
+            .failure_count(1)
+            .exit("main", 1, NOW)
+            .build(),
+    ];
+    assert_eq!(
+        plan(&j, &pods, fast).sync.requeue_after,
+        Some(Duration::from_secs(5))
+    );
+    assert_eq!(
+        plan(&j, &pods, crate::JobDelays::UPSTREAM).sync.requeue_after,
+        Some(Duration::from_secs(20))
+    );
+}

@@ -26,6 +26,7 @@ fn plan(j: &Job, pods: &[Arc<Pod>], backoff: BackoffRecord) -> Option<FullPlan> 
         backoff,
         now: ts(NOW),
         suspend_clears_start_time: true,
+        delays: crate::JobDelays::UPSTREAM,
     };
     match plan_sync(&input).unwrap() {
         Decision::Sync(p) => Some(*p),

@@ -17,6 +17,7 @@ pub(crate) fn input<'a>(job: &'a Job, pods: &'a [Arc<Pod>], none: &'a HashSet<St
         backoff: BackoffRecord::default(),
         now: ts(NOW),
         suspend_clears_start_time: true,
+        delays: crate::JobDelays::UPSTREAM,
     }
 }
 

@@ -35,6 +35,7 @@ fn track(j: &Job, pods: Vec<PodB>, finished: Option<JobCondition>, expected: &[&
         backoff: BackoffRecord::default(),
         now: ts(NOW),
         suspend_clears_start_time: true,
+        delays: crate::JobDelays::UPSTREAM,
     };
     let Decision::Sync(plan) = plan_pods(&input).unwrap() else {
         panic!("not synced")
