@@ -160,3 +160,40 @@ pub fn controller_uid(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Obj
         .find(|r| r.controller == Some(true))
         .map(|r| r.uid.as_str())
 }
+
+/// The seconds from each pod's end to the next pod's creation, over the pods `selector` picks in
+/// creation order: how long a Job controller waited before replacing a failed pod. Both ends are
+/// whole seconds, and a controller counts from the same truncated end, so a gap never reads below
+/// the wait it kept.
+pub async fn replacement_gaps(ns: &TestNamespace, selector: &str) -> Vec<i64> {
+    let mut pods = ns
+        .api::<Pod>()
+        .list(&ListParams::default().labels(selector))
+        .await
+        .unwrap()
+        .items;
+    pods.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
+    pods.windows(2)
+        .map(|w| created(&w[1]) - finished(&w[0]))
+        .collect()
+}
+
+fn created(p: &Pod) -> i64 {
+    p.metadata
+        .creation_timestamp
+        .as_ref()
+        .expect("created")
+        .0
+        .as_second()
+}
+
+/// When the pod's container ended (KWOK's stages for a failing command set it).
+fn finished(p: &Pod) -> i64 {
+    let status = p.status.as_ref().expect("a status");
+    let terminated = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .find_map(|c| c.state.as_ref()?.terminated.as_ref()?.finished_at.clone());
+    terminated.expect("the container's end").0.as_second()
+}

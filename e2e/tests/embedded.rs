@@ -2,16 +2,17 @@
 //! own client, with neither kube-controller-manager nor kube-scheduler running (`Mode::Bare`: etcd,
 //! kube-apiserver and KWOK, as envtest plus KWOK). A Deployment must roll out and a Job complete;
 //! their pods name a KWOK node, since no scheduler binds them. Then two embedded managers share one
-//! Lease: only the holder acts, and the other takes over once the holder shuts down.
+//! Lease: only the holder acts, and the other takes over once the holder shuts down. The first
+//! manager runs with a test's Job waits (`job_delays`): a failing Job's pod is replaced after them.
 //! Prints the time from start to the rolled-out Deployment.
 
 use std::time::Duration;
 
 use k8s_openapi::api::{apps::v1::Deployment, batch::v1::Job, coordination::v1::Lease};
-use kcm_rs::ControllerManager;
+use kcm_rs::{ControllerManager, JobDelays};
 use kcm_rs_e2e::{
-    Cluster, Mode, ModeGuard, TestNamespace, deployment_scenarios::deployment_manifest, wait_for,
-    with_namespace,
+    Cluster, Mode, ModeGuard, TestNamespace, deployment_scenarios::deployment_manifest,
+    pods::replacement_gaps, wait_for, with_namespace,
 };
 use kube::{Api, api::PostParams};
 use serde_json::json;
@@ -32,6 +33,44 @@ async fn create_deployment(ns: &TestNamespace, name: &str, replicas: i32) {
         .expect("creating the Deployment");
 }
 
+/// A Job whose pods fail, backoffLimit 1: under the manager's `job_delays` its one replacement
+/// comes after the test's 1 s, where upstream's controller waits 10 s.
+async fn failing_job_waits(ns: &TestNamespace, jobs: &Api<Job>) {
+    let job: Job = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "fails"},
+        "spec": {
+            "backoffLimit": 1,
+            "template": {
+                "metadata": {"labels": {"app": "fails"}},
+                "spec": {
+                    "nodeName": NODE,
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox", "command": ["sh", "-c", "exit 1"]}]
+                }
+            }
+        }
+    }))
+    .expect("a Job");
+    jobs.create(&PostParams::default(), &job)
+        .await
+        .expect("creating the Job");
+    wait_for("the Job to fail", WAIT, || async {
+        let j = jobs.get("fails").await.map_err(|e| e.to_string())?;
+        let conditions = j.status.and_then(|s| s.conditions).unwrap_or_default();
+        let failed = conditions
+            .iter()
+            .any(|c| c.type_ == "Failed" && c.status == "True");
+        failed.then_some(()).ok_or_else(|| format!("{conditions:?}"))
+    })
+    .await;
+    let gaps = replacement_gaps(ns, "app=fails").await;
+    println!("embedded, with job_delays: a failed pod replaced after {gaps:?} s");
+    assert!(
+        gaps.len() == 1 && (1..10).contains(&gaps[0]),
+        "replaced after the manager's 1 s, not upstream's 10 s: {gaps:?}"
+    );
+}
+
 #[tokio::test]
 async fn disruptive_embedded_controllers_run_without_kube_controller_manager() {
     let cluster = Cluster::connect().await;
@@ -39,8 +78,16 @@ async fn disruptive_embedded_controllers_run_without_kube_controller_manager() {
         // After the namespace exists: its `default` ServiceAccount comes from KCM.
         let _bare = ModeGuard::enter(&ns.cluster, Mode::Bare);
         let t0 = tokio::time::Instant::now();
+        // A test's shorter Job waits, as upstream's integration tests set them (checked below).
+        let delays = JobDelays::new(
+            Duration::from_secs(1),
+            Duration::from_secs(2),
+            Duration::from_millis(100),
+        )
+        .expect("the cap is above the first step");
         let running = ControllerManager::new(ns.cluster.client.clone())
             .namespace(&ns.name)
+            .job_delays(delays)
             .start()
             .await
             .expect("starting the embedded controllers");
@@ -103,6 +150,7 @@ async fn disruptive_embedded_controllers_run_without_kube_controller_manager() {
             "embedded start to a completed Job: {} ms",
             t0.elapsed().as_millis()
         );
+        failing_job_waits(&ns, &jobs).await;
         running.shutdown().await;
 
         // Two managers, one Lease: the second waits, then takes over when the first shuts down.

@@ -14,6 +14,7 @@ use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     differential::{Outcome, UnderBoth, assert_agree, run_differential, run_scenarios, selected, under_both},
     job_scenarios::{crash, job_manifest, scenarios},
+    pods::replacement_gaps,
     wait_for, with_namespace,
 };
 
@@ -137,46 +138,13 @@ async fn re_creation_gaps(cluster: &Cluster, actor: &str) -> (Vec<i64>, Vec<i64>
             )
             .await;
         }
-        let gaps_of = |name: &str| {
-            let ns = ns.clone();
-            let selector = format!("app={name}");
-            async move {
-                let mut pods = ns
-                    .api::<Pod>()
-                    .list(&ListParams::default().labels(&selector))
-                    .await
-                    .unwrap()
-                    .items;
-                pods.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
-                pods.windows(2)
-                    .map(|w| created(&w[1]) - finished(&w[0]))
-                    .collect::<Vec<_>>()
-            }
-        };
-        *slot.lock() = (gaps_of("gaps").await, gaps_of("gaps-indexed").await);
+        *slot.lock() = (
+            replacement_gaps(&ns, "app=gaps").await,
+            replacement_gaps(&ns, "app=gaps-indexed").await,
+        );
     })
     .await;
     gaps.lock().clone()
-}
-
-fn created(p: &Pod) -> i64 {
-    p.metadata
-        .creation_timestamp
-        .as_ref()
-        .expect("created")
-        .0
-        .as_second()
-}
-
-/// When the pod's container ended (KWOK's failing stage sets it).
-fn finished(p: &Pod) -> i64 {
-    let status = p.status.as_ref().expect("a status");
-    let terminated = status
-        .container_statuses
-        .iter()
-        .flatten()
-        .find_map(|c| c.state.as_ref()?.terminated.as_ref()?.finished_at.clone());
-    terminated.expect("the container's end").0.as_second()
 }
 
 /// kcm-rs killed between the status write that records finished pods as uncounted and the removal
