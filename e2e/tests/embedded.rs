@@ -11,8 +11,11 @@ use std::time::Duration;
 use k8s_openapi::api::{apps::v1::Deployment, batch::v1::Job, coordination::v1::Lease};
 use kcm_rs::{ControllerManager, JobDelays};
 use kcm_rs_e2e::{
-    Cluster, Mode, ModeGuard, TestNamespace, deployment_scenarios::deployment_manifest,
-    pods::replacement_gaps, wait_for, with_namespace,
+    Cluster, Mode, ModeGuard, TestNamespace,
+    deployment_scenarios::deployment_manifest,
+    job_scenarios::{has_condition, wait_job_for},
+    pods::replacement_gaps,
+    wait_for, with_namespace,
 };
 use kube::{Api, api::PostParams};
 use serde_json::json;
@@ -54,15 +57,8 @@ async fn failing_job_waits(ns: &TestNamespace, jobs: &Api<Job>) {
     jobs.create(&PostParams::default(), &job)
         .await
         .expect("creating the Job");
-    wait_for("the Job to fail", WAIT, || async {
-        let j = jobs.get("fails").await.map_err(|e| e.to_string())?;
-        let conditions = j.status.and_then(|s| s.conditions).unwrap_or_default();
-        let failed = conditions
-            .iter()
-            .any(|c| c.type_ == "Failed" && c.status == "True");
-        failed.then_some(()).ok_or_else(|| format!("{conditions:?}"))
-    })
-    .await;
+    let failed = |j: &Job| has_condition(j, "Failed", "BackoffLimitExceeded");
+    wait_job_for(ns, "fails", "failed", WAIT, failed).await;
     let gaps = replacement_gaps(ns, "app=fails").await;
     println!("embedded, with job_delays: a failed pod replaced after {gaps:?} s");
     assert!(

@@ -13,7 +13,7 @@ use serde_json::json;
 use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     differential::{Outcome, UnderBoth, assert_agree, run_differential, run_scenarios, selected, under_both},
-    job_scenarios::{crash, job_manifest, scenarios},
+    job_scenarios::{crash, has_condition, job_manifest, scenarios, wait_job_for},
     pods::replacement_gaps,
     wait_for, with_namespace,
 };
@@ -118,25 +118,12 @@ async fn re_creation_gaps(cluster: &Cluster, actor: &str) -> (Vec<i64>, Vec<i64>
         for j in [global, indexed] {
             ns.api::<Job>().create(&PostParams::default(), &j).await.unwrap();
         }
-        for name in ["gaps", "gaps-indexed"] {
-            wait_for(
-                &format!("Job {name} failed"),
-                Duration::from_secs(240),
-                || async {
-                    let j = ns.api::<Job>().get(name).await.map_err(|e| e.to_string())?;
-                    let conditions = j
-                        .status
-                        .as_ref()
-                        .and_then(|s| s.conditions.clone())
-                        .unwrap_or_default();
-                    conditions
-                        .iter()
-                        .any(|c| c.type_ == "Failed" && c.status == "True")
-                        .then_some(())
-                        .ok_or_else(|| format!("{:?}", j.status))
-                },
-            )
-            .await;
+        for (name, reason) in [
+            ("gaps", "BackoffLimitExceeded"),
+            ("gaps-indexed", "FailedIndexes"),
+        ] {
+            let failed = |j: &Job| has_condition(j, "Failed", reason);
+            wait_job_for(&ns, name, "failed", Duration::from_secs(240), failed).await;
         }
         *slot.lock() = (
             replacement_gaps(&ns, "app=gaps").await,

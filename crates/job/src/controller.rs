@@ -89,7 +89,6 @@ pub struct JobController<P> {
     executor: Executor<P>,
     features: FeatureGates,
     ignore_suspend: bool,
-    delays: JobDelays,
     shadow: Option<Shadow>,
 }
 
@@ -163,7 +162,7 @@ impl<P: PodControl> JobController<P> {
             clock: clock.clone(),
             backoff: Arc::new(BackoffStore::default()),
             finished: Arc::default(),
-            batch_period: options.delays.sync_batch_period(),
+            delays: options.delays,
         };
         let mut wiring = cx.wiring_of(QUEUE_NAME, queue).with_events(recorder.clone());
         wiring.watch(&jobs, JobHandler(handlers.clone()));
@@ -190,7 +189,6 @@ impl<P: PodControl> JobController<P> {
             executor,
             features: cx.options.features,
             ignore_suspend: options.ignore_suspend,
-            delays: options.delays,
             shadow: None,
         }
     }

@@ -256,10 +256,8 @@ async fn a_test_s_delays_reach_the_live_controller_and_never_the_shadow() {
     };
     let cx = || Context::new(&factory, server.client(), &metrics, COMPONENT);
     let live = JobController::build(cx(), options());
-    assert_eq!(live.delays, fast);
-    assert_eq!(live.handlers.batch_period, Duration::from_millis(100));
+    assert_eq!(live.handlers.delays, fast);
     let state = Arc::new(ShadowState::new(Duration::from_secs(10), |_| {}));
     let shadow = JobController::<KubePodControl>::shadow(cx(), state, options());
-    assert_eq!(shadow.delays, JobDelays::UPSTREAM);
-    assert_eq!(shadow.handlers.batch_period, crate::SYNC_JOB_BATCH_PERIOD);
+    assert_eq!(shadow.handlers.delays, JobDelays::UPSTREAM);
 }

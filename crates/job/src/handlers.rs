@@ -15,6 +15,7 @@ use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::OwnerR
 
 use crate::{
     backoff::BackoffStore,
+    delays::JobDelays,
     finalizer_expectations::FinalizerExpectations,
     finished_jobs::FinishedJobs,
     metrics::{EVENT_ADD, EVENT_DELETE, JobMetrics},
@@ -40,8 +41,9 @@ pub struct Handlers {
     /// before the old key syncs starts without the old one's failures.
     pub backoff: Arc<BackoffStore>,
     pub finished: Arc<FinishedJobs>,
-    /// The batch period pod events wait for ([`crate::JobDelays`]).
-    pub batch_period: Duration,
+    /// The controller's waits; the handlers batch pod events for its batch period, the sync plans
+    /// with all of them.
+    pub delays: JobDelays,
 }
 
 impl std::fmt::Debug for Handlers {
@@ -73,7 +75,8 @@ impl Handlers {
 
     /// Pod events are batched: many within the batch period (upstream's 1 s) make one sync.
     fn enqueue_batched(&self, job: &Job) {
-        self.queue.add_after(ObjectKey::of(job), self.batch_period);
+        self.queue
+            .add_after(ObjectKey::of(job), self.delays.sync_batch_period());
     }
 
     fn enqueue_orphan(&self, pod: &Pod) {
@@ -166,7 +169,7 @@ impl EventHandler<Job> for JobHandler {
             return;
         }
         if cur.metadata.generation == old.metadata.generation {
-            h.queue.add_after(key.clone(), h.batch_period);
+            h.queue.add_after(key.clone(), h.delays.sync_batch_period());
         } else {
             h.sync_now(key.clone());
         }

@@ -11,7 +11,7 @@ use testing::{FakeClock, drain};
 use super::*;
 use crate::{
     conditions::{FAILED, new_condition},
-    delays::SYNC_JOB_BATCH_PERIOD,
+    delays::{JobDelays, SYNC_JOB_BATCH_PERIOD},
     fixtures::{job, pod, ts},
 };
 
@@ -52,7 +52,7 @@ fn handlers(jobs: Vec<Job>) -> (Handlers, Arc<Recorded>) {
         clock: Arc::new(FakeClock::at(ts(NOW))),
         backoff: Arc::default(),
         finished: Arc::default(),
-        batch_period: SYNC_JOB_BATCH_PERIOD,
+        delays: JobDelays::UPSTREAM,
     };
     (h, metrics)
 }
@@ -90,7 +90,12 @@ async fn an_owned_pod_add_observes_the_creation_and_syncs_batched() {
 #[tokio::test(start_paused = true)]
 async fn pod_events_wait_for_the_configured_batch_period() {
     let (mut h, _) = handlers(vec![job(1, Some(1))]);
-    h.batch_period = Duration::from_millis(100);
+    h.delays = JobDelays::new(
+        Duration::from_secs(1),
+        Duration::from_secs(2),
+        Duration::from_millis(100),
+    )
+    .unwrap();
     PodHandler(h.clone()).on_add(&pod("p").build(), false);
     tokio::time::sleep(Duration::from_millis(99)).await;
     assert!(drain(&h.queue).is_empty(), "still batching");

@@ -257,7 +257,7 @@ impl<P: PodControl> JobController<P> {
             backoff: basis.backoff,
             now: basis.now,
             suspend_clears_start_time: self.features.mutable_scheduling_directives_for_suspended_jobs,
-            delays: self.delays,
+            delays: self.handlers.delays,
         };
         let plan = match plan_pods(&input) {
             Ok(Decision::Sync(plan)) => plan,

@@ -70,7 +70,7 @@ pub(super) fn conditions(j: &Job) -> String {
         .join(", ")
 }
 
-pub(super) fn has_condition(j: &Job, type_: &str, reason: &str) -> bool {
+pub fn has_condition(j: &Job, type_: &str, reason: &str) -> bool {
     j.status
         .iter()
         .flat_map(|s| s.conditions.iter().flatten())
@@ -81,7 +81,7 @@ pub(super) async fn wait_job(ns: &TestNamespace, name: &str, what: &str, done: i
     wait_job_for(ns, name, what, DEFAULT_WAIT, done).await
 }
 
-pub(super) async fn wait_job_for(
+pub async fn wait_job_for(
     ns: &TestNamespace,
     name: &str,
     what: &str,

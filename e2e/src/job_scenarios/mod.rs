@@ -14,10 +14,10 @@ use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
 use kube::api::{DeleteParams, Patch, PatchParams, PropagationPolicy};
 use serde_json::json;
 
-pub use helpers::job_manifest;
 use helpers::*;
 /// The container commands KWOK's stages read (hack/README.md, "Simulated pod behaviour").
 pub(crate) use helpers::{FAIL_ODD_INDEXES, FOREVER, SUCCEED};
+pub use helpers::{has_condition, job_manifest, wait_job_for};
 
 use crate::{
     TestNamespace,
