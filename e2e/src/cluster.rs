@@ -202,6 +202,12 @@ impl Cluster {
         ]);
     }
 
+    /// Applies a manifest of `deploy/` (after [`Self::apply_shipped_rbac`]).
+    pub fn apply_deploy_file(&self, file: &str) {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy").join(file);
+        self.kubectl(&["apply", "-f", &path.display().to_string()]);
+    }
+
     /// The last lines of every component's log, for failure messages.
     pub fn log_tails(&self) -> String {
         log_tails(&self.run_dir)

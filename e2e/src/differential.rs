@@ -171,9 +171,27 @@ where
     F: Fn(&'static str) -> Fut,
     Fut: Future<Output = T>,
 {
+    under_both_in(cluster, Mode::Replace, suite, kcm_rs_args, kubeconfig, run).await
+}
+
+/// [`under_both`], with upstream kube-controller-manager in `mode` while kcm-rs acts: `Bare` for a
+/// controller kcm-rs runs where there is no kube-controller-manager at all (the namespace
+/// controller).
+pub async fn under_both_in<T, F, Fut>(
+    cluster: &Cluster,
+    mode: Mode,
+    suite: &str,
+    kcm_rs_args: &[&str],
+    kubeconfig: Option<std::path::PathBuf>,
+    run: F,
+) -> UnderBoth<T>
+where
+    F: Fn(&'static str) -> Fut,
+    Fut: Future<Output = T>,
+{
     cluster.hack(&["mode", "reference"]);
     let upstream = run("upstream").await;
-    let mode = ModeGuard::enter(cluster, Mode::Replace);
+    let mode = ModeGuard::enter(cluster, mode);
     let replicas = crate::kcm_rs::spawn_replicas(cluster, suite, kcm_rs_args, kubeconfig).await;
     let ours = run("kcm-rs").await;
     let log_tail = replicas
@@ -201,18 +219,22 @@ pub async fn run_scenarios(
     scenarios: &[Scenario],
     actor: &str,
 ) -> Vec<Result<Outcome, String>> {
-    let together = join_all(
-        scenarios
-            .iter()
-            .filter(|s| !s.solo)
-            .map(|s| run_one(cluster.clone(), *s, actor)),
-    )
-    .await;
+    together_then_solo(scenarios, |s| run_one(cluster.clone(), s, actor)).await
+}
+
+/// `run` for every scenario: all but the solo ones at once, then those one by one; the results in
+/// the scenarios' order.
+pub async fn together_then_solo<F, Fut>(scenarios: &[Scenario], run: F) -> Vec<Result<Outcome, String>>
+where
+    F: Fn(Scenario) -> Fut,
+    Fut: Future<Output = Result<Outcome, String>>,
+{
+    let together = join_all(scenarios.iter().filter(|s| !s.solo).map(|s| run(*s))).await;
     let mut together = together.into_iter();
     let mut out = Vec::with_capacity(scenarios.len());
     for s in scenarios {
         if s.solo {
-            out.push(run_one(cluster.clone(), *s, actor).await);
+            out.push(run(*s).await);
         } else {
             out.push(together.next().expect("one result per scenario"));
         }

@@ -13,6 +13,7 @@ pub mod job_soak;
 pub mod json;
 mod kcm_rs;
 mod namespace;
+pub mod namespace_scenarios;
 pub mod podman;
 pub mod pods;
 pub mod random_differential;

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -141,4 +142,42 @@ func TestDeploymentRollsOutAndJobCompletes(t *testing.T) {
 		return complete(j) && j.Status.Succeeded == 2, nil
 	})
 	t.Logf("%8s  Job complete: 2 succeeded", since())
+}
+
+// A deleted namespace is emptied and goes when kcm-rs runs its namespace controller: envtest has
+// no kube-controller-manager, so without it the namespace would stay Terminating.
+func TestDeletedNamespaceGoesWithTheNamespaceController(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	p, err := kcmrs.Start(ctx, env, kcmrs.Options{Controllers: "*,namespace-controller"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+
+	c := kubernetes.NewForConfigOrDie(cfg)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "scratch"}}
+	if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}
+	if _, err := c.CoreV1().ConfigMaps("scratch").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CoreV1().Namespaces().Delete(ctx, "scratch", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the namespace to go", func() (bool, error) {
+		_, err := c.CoreV1().Namespaces().Get(ctx, "scratch", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
 }

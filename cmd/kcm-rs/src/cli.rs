@@ -99,6 +99,7 @@ async fn run(args: Args, verbosity: Arc<Verbosity>) -> anyhow::Result<ExitCode> 
     let started = std::time::SystemTime::now();
     let enabled = controllers::enabled_controllers(&args.controllers)?;
     controllers::check_gates(&enabled, &args.feature_gates)?;
+    controllers::check_scope(&enabled, &args.namespaces, args.shards)?;
     if args.shards > 1 && (args.shadow || !args.leader_elect) {
         anyhow::bail!(
             "--shards={} needs --leader-elect and cannot run with --shadow",

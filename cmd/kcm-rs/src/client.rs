@@ -113,11 +113,41 @@ pub async fn delegation_clients(args: &Args, main: &kube::Config) -> Result<Dele
 /// for every name in an embedding program (`ControllerManager`).
 pub trait ClientSource: Send + Sync {
     fn client_for(&self, name: &str) -> Result<Client, ClientError>;
+
+    /// [`Self::client_for`] with `scale` times the usual rate limits, where KCM raises them for one
+    /// controller. Default: the usual client.
+    fn client_scaled(&self, name: &str, scale: RateScale) -> Result<Client, ClientError> {
+        let _ = scale;
+        self.client_for(name)
+    }
+}
+
+/// Factors on `--kube-api-qps` and `--kube-api-burst` for one controller's client.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateScale {
+    pub qps: f64,
+    pub burst: u32,
+}
+
+impl RateScale {
+    /// The flags' limits, unchanged.
+    pub const ONE: RateScale = RateScale { qps: 1.0, burst: 1 };
+    /// The namespace controller's: it makes a discovery and a deletion per kind for every
+    /// namespace, and KCM multiplies its client's QPS by 20 and burst by 100
+    /// (`newNamespaceController`).
+    pub const NAMESPACE_CONTROLLER: RateScale = RateScale {
+        qps: 20.0,
+        burst: 100,
+    };
 }
 
 impl ClientSource for Clients {
     fn client_for(&self, name: &str) -> Result<Client, ClientError> {
         Clients::client_for(self, name)
+    }
+
+    fn client_scaled(&self, name: &str, scale: RateScale) -> Result<Client, ClientError> {
+        Clients::client_scaled(self, name, scale)
     }
 }
 
@@ -138,7 +168,9 @@ pub struct Clients {
     config: kube::Config,
     /// The connection every client built here shares (client-go's transport cache).
     transport: Transport,
-    quota: Quota,
+    /// `--kube-api-qps` and `--kube-api-burst`, checked.
+    qps: f64,
+    burst: u32,
     read_only: bool,
     /// Sharded: the write fence every controller client checks.
     fence: Option<Arc<WriteFence>>,
@@ -153,7 +185,8 @@ impl std::fmt::Debug for Clients {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Clients")
             .field("server", &self.config.cluster_url)
-            .field("quota", &self.quota)
+            .field("qps", &self.qps)
+            .field("burst", &self.burst)
             .field("read_only", &self.read_only)
             .finish_non_exhaustive()
     }
@@ -164,10 +197,7 @@ impl Clients {
     /// bucket, as KCM's `--kube-api-qps`/`--kube-api-burst`). With `read_only`, every request other
     /// than GET fails before it leaves the process.
     pub fn new(config: kube::Config, qps: f64, burst: u32, read_only: bool) -> Result<Self, ClientError> {
-        let period = Duration::try_from_secs_f64(1.0 / qps).map_err(|_| ClientError::Qps { qps })?;
-        let quota = Quota::with_period(period)
-            .ok_or(ClientError::Qps { qps })?
-            .allow_burst(NonZeroU32::new(burst).ok_or(ClientError::Burst)?);
+        quota(qps, burst)?;
         let transport = transport::shared(&config, None).map_err(|source| ClientError::Transport {
             server: config.cluster_url.clone(),
             source: Box::new(source),
@@ -175,7 +205,8 @@ impl Clients {
         Ok(Self {
             config,
             transport,
-            quota,
+            qps,
+            burst,
             read_only,
             fence: None,
             identity: None,
@@ -212,10 +243,15 @@ impl Clients {
     /// The client named `name`, with User-Agent `kcm-rs/<name>` and a token bucket of its own, over
     /// the shared connection; made on first use, the same one afterwards.
     pub fn client_for(&self, name: &str) -> Result<Client, ClientError> {
+        self.client_scaled(name, RateScale::ONE)
+    }
+
+    /// [`Self::client_for`], its token bucket `scale` times the flags' limits.
+    pub fn client_scaled(&self, name: &str, scale: RateScale) -> Result<Client, ClientError> {
         if let Some(c) = self.made.lock().get(name) {
             return Ok(c.clone());
         }
-        let layers = self.layers_for(name)?;
+        let layers = self.layers_with(name, scale)?;
         let client = ClientBuilder::new(self.transport.clone(), self.config.default_namespace.clone())
             .with_layer(&layers)
             .build();
@@ -251,6 +287,10 @@ impl Clients {
 
     /// The middleware of the client `name`; each call makes a new token bucket.
     pub fn layers_for(&self, name: &str) -> Result<ClientLayers, ClientError> {
+        self.layers_with(name, RateScale::ONE)
+    }
+
+    fn layers_with(&self, name: &str, scale: RateScale) -> Result<ClientLayers, ClientError> {
         let agent = match &self.identity {
             Some(identity) => format!("{USER_AGENT_PREFIX}/{name}/{identity}"),
             None => format!("{USER_AGENT_PREFIX}/{name}"),
@@ -267,11 +307,22 @@ impl Clients {
         })?;
         Ok(ClientLayers {
             user_agent,
-            limiter: Arc::new(RateLimiter::direct(self.quota)),
+            limiter: Arc::new(RateLimiter::direct(quota(
+                self.qps * scale.qps,
+                self.burst.saturating_mul(scale.burst),
+            )?)),
             read_only: self.read_only,
             fence: FenceLayer(fence),
         })
     }
+}
+
+/// client-go's token bucket: `qps` requests per second, bursts of `burst`.
+fn quota(qps: f64, burst: u32) -> Result<Quota, ClientError> {
+    let period = Duration::try_from_secs_f64(1.0 / qps).map_err(|_| ClientError::Qps { qps })?;
+    Ok(Quota::with_period(period)
+        .ok_or(ClientError::Qps { qps })?
+        .allow_burst(NonZeroU32::new(burst).ok_or(ClientError::Burst)?))
 }
 
 /// One client's middleware, outermost first: the read-only guard (shadow mode), the User-Agent, the

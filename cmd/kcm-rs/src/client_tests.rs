@@ -89,6 +89,25 @@ async fn clients_have_independent_token_buckets() {
 }
 
 #[tokio::test]
+async fn a_scaled_client_has_the_larger_bucket() {
+    // Burst 1 at one request per 10 s; the namespace controller's client bursts 100 times that.
+    let clients = Clients::new(config("http://127.0.0.1:1"), 0.1, 1, false).unwrap();
+    let (scaled, _a) = fake_client(
+        &clients
+            .layers_with("namespace-controller", RateScale::NAMESPACE_CONTROLLER)
+            .unwrap(),
+    );
+    for _ in 0..100 {
+        let sent = tokio::time::timeout(Duration::from_secs(5), scaled.request_text(get())).await;
+        assert!(matches!(sent, Ok(Ok(_))), "within the burst of 100: {sent:?}");
+    }
+    let (plain, _b) = fake_client(&clients.layers_for("replicaset-controller").unwrap());
+    plain.request_text(get()).await.unwrap();
+    let waited = tokio::time::timeout(Duration::from_millis(500), plain.request_text(get())).await;
+    assert!(waited.is_err(), "the usual client's burst is 1");
+}
+
+#[tokio::test]
 async fn shadow_clients_send_only_gets() {
     let clients = Clients::new(config("http://127.0.0.1:1"), 20.0, 30, true).unwrap();
     let (client, mut seen) = fake_client(&clients.layers_for(SHARED_INFORMERS).unwrap());

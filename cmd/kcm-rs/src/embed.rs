@@ -164,6 +164,7 @@ impl ControllerManager {
         args.job_delays = self.job_delays;
         let enabled = controllers::enabled_controllers(&args.controllers)?;
         controllers::check_gates(&enabled, &args.feature_gates)?;
+        controllers::check_scope(&enabled, &args.namespaces, 1)?;
         let identity = self.identity.unwrap_or_else(crate::cli::identity);
         let cancel = CancellationToken::new();
         let elector = match self.lease {

@@ -17,6 +17,8 @@ pub const DEFAULT_KUBE_API_QPS: f64 = 20.0;
 pub const DEFAULT_KUBE_API_BURST: u32 = 30;
 /// KCM's `--kube-api-content-type` default (component-base `ClientConnectionConfiguration`).
 pub const DEFAULT_KUBE_API_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
+/// KCM's `--namespace-sync-period` default (`namespace::DEFAULT_SYNC_PERIOD`).
+pub const DEFAULT_NAMESPACE_SYNC_PERIOD: &str = "5m";
 /// KCM's `--min-resync-period` default (component-base `GenericControllerManagerConfiguration`).
 pub const DEFAULT_MIN_RESYNC_PERIOD: &str = "12h";
 
@@ -158,6 +160,15 @@ pub struct Args {
     /// The number of job objects that are allowed to sync concurrently.
     #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = at_least_one, help_heading = "Controller flags")]
     pub concurrent_job_syncs: usize,
+
+    /// The number of namespace objects that are allowed to sync concurrently. Larger number = more
+    /// responsive namespace termination, but more CPU (and network) load.
+    #[arg(long, default_value_t = namespace::DEFAULT_WORKERS, value_parser = workers, help_heading = "Controller flags")]
+    pub concurrent_namespace_syncs: usize,
+
+    /// The period for syncing namespace life-cycle updates.
+    #[arg(long, default_value = DEFAULT_NAMESPACE_SYNC_PERIOD, value_parser = go_duration, help_heading = "Controller flags")]
+    pub namespace_sync_period: Duration,
 
     /// The number of ttl-after-finished-controller workers that are allowed to sync concurrently.
     #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = workers, help_heading = "Controller flags")]

@@ -16,14 +16,15 @@ use cronjob::{CronJobController, CronJobOptions};
 use deployment::{DeploymentController, DeploymentOptions};
 use informer::SharedInformerFactory;
 use job::{JobController, JobOptions};
+use namespace::{NamespaceController, NamespaceOptions};
 use replicaset::{ReplicaKind, ReplicaSetController, ReplicaSetOptions};
 use tokio_util::sync::CancellationToken;
 use ttlafterfinished::{TtlAfterFinishedController, TtlAfterFinishedOptions};
 
-pub use selection::{ControllersError, check_gates, enabled_controllers};
+pub use selection::{ControllersError, check_gates, check_scope, enabled_controllers};
 
 use crate::{
-    client::ClientSource,
+    client::{ClientSource, RateScale},
     flags::{Args, ContentType, ShadowPerturbation},
     metrics::Metrics,
 };
@@ -39,9 +40,15 @@ pub struct Descriptor {
     pub name: &'static str,
     /// The pre-1.29 short name KCM still accepts, e.g. `replicaset`.
     pub alias: &'static str,
-    /// The upstream bootstrap role whose rules deploy/rbac.yaml carries for it
-    /// (`system:controller:<role>`), also the name of its API client.
+    /// The upstream bootstrap role whose rules it needs (`system:controller:<role>`), also the name
+    /// of its API client; deploy/rbac.yaml carries the rules of the controllers on by default.
     pub role: &'static str,
+    /// Whether `*` in `--controllers` enables it. KCM runs every controller here by default; kcm-rs
+    /// runs the ones KCM would also have to run without it (the namespace controller) only when
+    /// named, so that beside KCM no controller has two writers.
+    pub on_by_default: bool,
+    /// Its client's rate limits against `--kube-api-qps` and `--kube-api-burst`.
+    pub rates: RateScale,
     /// A feature gate that asks this controller for something kcm-rs does not do, if it is on:
     /// refused at start rather than silently ignored.
     pub unimplemented_gate: fn(&FeatureGates) -> Option<&'static str>,
@@ -59,6 +66,8 @@ pub const CONTROLLERS: &[Descriptor] = &[
         name: cronjob::COMPONENT,
         alias: "cronjob",
         role: cronjob::COMPONENT,
+        on_by_default: true,
+        rates: RateScale::ONE,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_cron_job_syncs,
         start: start_cron_job,
@@ -67,6 +76,8 @@ pub const CONTROLLERS: &[Descriptor] = &[
         name: deployment::COMPONENT,
         alias: "deployment",
         role: deployment::COMPONENT,
+        on_by_default: true,
+        rates: RateScale::ONE,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_deployment_syncs,
         start: start_deployment,
@@ -75,6 +86,8 @@ pub const CONTROLLERS: &[Descriptor] = &[
         name: job::COMPONENT,
         alias: "job",
         role: job::COMPONENT,
+        on_by_default: true,
+        rates: RateScale::ONE,
         // WorkloadWithJob (alpha) has the Job controller create Workload and PodGroup objects and
         // gang-schedule Indexed Jobs' pods; running without them would schedule pods one by one.
         unimplemented_gate: |g| g.workload_with_job.then_some("WorkloadWithJob"),
@@ -82,9 +95,21 @@ pub const CONTROLLERS: &[Descriptor] = &[
         start: start_job,
     },
     Descriptor {
+        name: namespace::COMPONENT,
+        alias: "namespace",
+        role: namespace::ROLE,
+        on_by_default: false,
+        rates: RateScale::NAMESPACE_CONTROLLER,
+        unimplemented_gate: |_| None,
+        workers: |a| a.concurrent_namespace_syncs,
+        start: start_namespace,
+    },
+    Descriptor {
         name: replicaset::COMPONENT,
         alias: "replicaset",
         role: replicaset::COMPONENT,
+        on_by_default: true,
+        rates: RateScale::ONE,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_replicaset_syncs,
         start: start_replica_kind::<k8s_openapi::api::apps::v1::ReplicaSet>,
@@ -95,6 +120,8 @@ pub const CONTROLLERS: &[Descriptor] = &[
         name: "replicationcontroller-controller",
         alias: "replicationcontroller",
         role: <k8s_openapi::api::core::v1::ReplicationController as ReplicaKind>::COMPONENT,
+        on_by_default: true,
+        rates: RateScale::ONE,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_rc_syncs,
         start: start_replica_kind::<k8s_openapi::api::core::v1::ReplicationController>,
@@ -103,6 +130,8 @@ pub const CONTROLLERS: &[Descriptor] = &[
         name: ttlafterfinished::COMPONENT,
         alias: "ttl-after-finished",
         role: ttlafterfinished::COMPONENT,
+        on_by_default: true,
+        rates: RateScale::ONE,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_ttl_after_finished_syncs,
         start: start_ttl_after_finished,
@@ -132,7 +161,7 @@ pub fn start(enabled: &[&str], cx: &StartContext<'_>) -> anyhow::Result<Vec<Star
     for d in CONTROLLERS.iter().filter(|d| enabled.contains(&d.name)) {
         let client = cx
             .clients
-            .client_for(d.role)
+            .client_scaled(d.role, d.rates)
             .with_context(|| format!("starting {}", d.name))?;
         let context = Context {
             factory: cx.factory,
@@ -233,6 +262,13 @@ fn start_replica_kind<K: ReplicaKind>(cx: &StartContext<'_>, context: Context<'_
     spawn::<ReplicaSetController<KubePodControl, K>>(cx, context, options)
 }
 
+fn start_namespace(cx: &StartContext<'_>, context: Context<'_>) -> Started {
+    let options = NamespaceOptions {
+        sync_period: cx.args.namespace_sync_period,
+    };
+    spawn::<NamespaceController>(cx, context, options)
+}
+
 fn start_ttl_after_finished(cx: &StartContext<'_>, context: Context<'_>) -> Started {
     let options = TtlAfterFinishedOptions {
         metrics: Arc::new(cx.metrics.clone()),
@@ -263,7 +299,7 @@ mod tests {
     }
 
     /// deploy/rbac.yaml names the upstream roles its rules are taken from, as
-    /// `system:controller:{a,b,c}`: exactly the table's controllers' roles.
+    /// `system:controller:{a,b,c}`: exactly the roles of the table's controllers on by default.
     #[test]
     fn the_shipped_rbac_is_written_for_exactly_these_controllers() {
         let rbac = include_str!("../../../../deploy/rbac.yaml");
@@ -274,7 +310,11 @@ mod tests {
             .map(|r| r.trim().trim_start_matches('#').trim())
             .collect();
         roles.sort_unstable();
-        let mut wanted: Vec<_> = CONTROLLERS.iter().map(|d| d.role).collect();
+        let mut wanted: Vec<_> = CONTROLLERS
+            .iter()
+            .filter(|d| d.on_by_default)
+            .map(|d| d.role)
+            .collect();
         wanted.sort_unstable();
         assert_eq!(roles, wanted);
     }

@@ -22,6 +22,11 @@ pub enum ControllersError {
         gate: &'static str,
         controller: &'static str,
     },
+    #[error("{controller} acts on every namespace and cannot run with {flag}")]
+    ClusterWide {
+        controller: &'static str,
+        flag: &'static str,
+    },
 }
 
 /// Refuses a feature gate that changes what an enabled controller must do when kcm-rs does not do
@@ -39,6 +44,28 @@ pub fn check_gates(
         }
     }
     Ok(())
+}
+
+/// Refuses a controller whose objects are not namespaced where kcm-rs is told to serve only some
+/// namespaces: `--namespace`, or `--shards`, whose shards are cuts of the namespaces. The namespace
+/// controller would act on every namespace, or on every one once per shard.
+pub fn check_scope(
+    enabled: &[&'static str],
+    namespaces: &[String],
+    shards: u32,
+) -> Result<(), ControllersError> {
+    if !enabled.contains(&namespace::COMPONENT) {
+        return Ok(());
+    }
+    let flag = match (namespaces.is_empty(), shards > 1) {
+        (false, _) => "--namespace",
+        (true, true) => "--shards",
+        (true, false) => return Ok(()),
+    };
+    Err(ControllersError::ClusterWide {
+        controller: namespace::COMPONENT,
+        flag,
+    })
 }
 
 /// Resolves the `--controllers` entries to the set of enabled controller names (KCM names, sorted).
@@ -72,7 +99,7 @@ pub fn enabled_controllers(entries: &[String]) -> Result<Vec<&'static str>, Cont
             decided
                 .iter()
                 .find(|(n, _)| *n == c.name)
-                .map_or(star, |(_, on)| *on)
+                .map_or(star && c.on_by_default, |(_, on)| *on)
         })
         .map(|c| c.name)
         .collect())
@@ -111,6 +138,34 @@ mod tests {
             parse("*,-job-controller,-deployment,-ttl-after-finished,-replicationcontroller,-cronjob")
                 .unwrap(),
             ["replicaset-controller"]
+        );
+    }
+
+    #[test]
+    fn the_namespace_controller_runs_only_when_named() {
+        assert!(!parse("*").unwrap().contains(&"namespace-controller"));
+        assert!(parse("*,namespace").unwrap().contains(&"namespace-controller"));
+        assert_eq!(
+            parse("namespace-controller,-namespace").unwrap(),
+            ["namespace-controller"]
+        );
+    }
+
+    #[test]
+    fn the_namespace_controller_serves_every_namespace_or_none() {
+        let on = parse("*,namespace").unwrap();
+        check_scope(&on, &[], 1).expect("unrestricted");
+        check_scope(&parse("*").unwrap(), &["a".into()], 4).expect("not enabled");
+        let err = check_scope(&on, &["a".into()], 1).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "namespace-controller acts on every namespace and cannot run with --namespace"
+        );
+        assert!(
+            check_scope(&on, &[], 2)
+                .unwrap_err()
+                .to_string()
+                .ends_with("--shards")
         );
     }
 

@@ -1,0 +1,110 @@
+//! The choice of resources from aggregated discovery documents shaped as kube-apiserver 1.36 answers.
+
+use serde_json::json;
+
+use super::*;
+
+fn list(items: serde_json::Value) -> GroupList {
+    serde_json::from_value(json!({"kind": "APIGroupDiscoveryList", "items": items})).unwrap()
+}
+
+fn resource(name: &str, scope: &str, verbs: &[&str]) -> serde_json::Value {
+    json!({
+        "resource": name,
+        "responseKind": {"group": "", "version": "", "kind": "K"},
+        "scope": scope,
+        "verbs": verbs,
+        "subresources": [{"subresource": "status", "responseKind": {"kind": "K"}, "verbs": ["get"]}],
+    })
+}
+
+fn names(d: &Discovered) -> Vec<String> {
+    d.resources.iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn namespaced_resources_in_the_preferred_version_only() {
+    let legacy = list(
+        json!([{"metadata": {"name": ""}, "versions": [{"version": "v1", "resources": [
+            resource("pods", "Namespaced", &["delete", "list"]),
+            resource("nodes", "Cluster", &["delete", "list"]),
+        ]}]}]),
+    );
+    let groups = list(json!([{"metadata": {"name": "example.com"}, "versions": [
+        {"version": "v2", "resources": [resource("widgets", "Namespaced", &["delete"])]},
+        {"version": "v1", "resources": [
+            resource("widgets", "Namespaced", &["delete"]),
+            resource("gadgets", "Namespaced", &["delete"]),
+        ]},
+    ]}]));
+    let found = preferred_namespaced(&[legacy, groups]);
+    assert_eq!(
+        names(&found),
+        [
+            "/v1, Resource=pods",
+            "example.com/v1, Resource=gadgets",
+            "example.com/v2, Resource=widgets"
+        ]
+    );
+    assert_eq!(found.failure(), None);
+    assert!(found.resources[0].is_pods());
+    assert!(found.resources[0].supports("list") && !found.resources[1].supports("list"));
+}
+
+#[test]
+fn a_stale_group_version_is_left_out_and_reported_in_client_gos_words() {
+    let groups = list(json!([
+        {"metadata": {"name": "broken.example.com"}, "versions": [{"version": "v1", "freshness": "Stale"}]},
+        {"metadata": {"name": "apps"}, "versions": [{"version": "v1", "freshness": "Current", "resources": [
+            resource("deployments", "Namespaced", &["delete"]),
+        ]}]},
+    ]));
+    let found = preferred_namespaced(&[groups]);
+    assert_eq!(names(&found), ["apps/v1, Resource=deployments"]);
+    assert_eq!(
+        found.failure().as_deref(),
+        Some(
+            "unable to retrieve the complete list of server APIs: broken.example.com/v1: \
+             stale GroupVersion discovery: broken.example.com/v1"
+        )
+    );
+}
+
+#[test]
+fn a_stale_preferred_version_gives_way_to_the_next() {
+    let groups = list(json!([{"metadata": {"name": "example.com"}, "versions": [
+        {"version": "v2", "freshness": "Stale"},
+        {"version": "v1", "resources": [resource("widgets", "Namespaced", &["delete"])]},
+    ]}]));
+    let found = preferred_namespaced(&[groups]);
+    assert_eq!(names(&found), ["example.com/v1, Resource=widgets"]);
+    assert_eq!(found.failed.len(), 1);
+}
+
+#[test]
+fn a_resource_without_its_kind_is_skipped() {
+    let groups = list(
+        json!([{"metadata": {"name": "example.com"}, "versions": [{"version": "v1", "resources": [
+            {"resource": "parents", "scope": "Namespaced", "verbs": ["delete"]},
+            {"resource": "empty", "responseKind": {"group": "", "version": "", "kind": ""}, "scope": "Namespaced"},
+        ]}]}]),
+    );
+    assert!(preferred_namespaced(&[groups]).resources.is_empty());
+}
+
+#[test]
+fn the_dynamic_addressing_of_core_and_grouped_kinds() {
+    let core = NamespacedResource {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "configmaps".into(),
+        kind: "ConfigMap".into(),
+        verbs: vec![],
+    };
+    assert_eq!(core.api_resource().api_version, "v1");
+    let apps = NamespacedResource {
+        group: "apps".into(),
+        ..core
+    };
+    assert_eq!(apps.api_resource().api_version, "apps/v1");
+}
