@@ -42,6 +42,7 @@ pub fn scenarios() -> Vec<Scenario> {
         Scenario::new("content", |ns| content(ns).boxed()),
         Scenario::new("finalizer-held", |ns| finalizer_held(ns).boxed()),
         Scenario::new("pod-held", |ns| pod_held(ns).boxed()),
+        Scenario::new("other-finalizer", |ns| other_finalizer(ns).boxed()),
         Scenario::solo("aggregated-api-down", |ns| aggregated_api_down(ns).boxed()),
     ]
 }
@@ -273,6 +274,50 @@ async fn pod_held(ns: TestNamespace) -> Outcome {
         configmaps_left(&ns).await,
     );
     release(&ns.api::<Pod>(), "p").await;
+    out.insert("gone".into(), gone(&ns).await);
+    out
+}
+
+/// A namespace finalizer of someone else's: the controller removes only its own, and the namespace
+/// waits, empty, for the other.
+async fn other_finalizer(ns: TestNamespace) -> Outcome {
+    let api: Api<Namespace> = Api::all(ns.cluster.client.clone());
+    let mut n = api.get(&ns.name).await.expect("the namespace");
+    n.spec.get_or_insert_with(Default::default).finalizers = Some(vec!["kubernetes".into(), HOLD.into()]);
+    api.replace_subresource("finalize", &ns.name, &PostParams::default(), &n)
+        .await
+        .expect("add a finalizer of the test's");
+    configmap(&ns, "a", &[]).await;
+    delete_namespace(&ns).await;
+    let left = wait_for("the controller's finalizer removed", WAIT, || async {
+        let n = api.get(&ns.name).await.map_err(|e| e.to_string())?;
+        let finalizers = n.spec.clone().and_then(|s| s.finalizers).unwrap_or_default();
+        if finalizers.iter().any(|f| f == "kubernetes") {
+            Err(format!("{finalizers:?}"))
+        } else {
+            Ok(n)
+        }
+    })
+    .await;
+    let mut out = Outcome::new();
+    let finalizers = left.spec.clone().and_then(|s| s.finalizers).unwrap_or_default();
+    out.insert("finalizers left".into(), finalizers.join(","));
+    out.insert(
+        "phase".into(),
+        left.status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default(),
+    );
+    out.insert("configmaps left".into(), configmaps_left(&ns).await);
+    wait_for("the test's finalizer removed", WAIT, || async {
+        let mut n = api.get(&ns.name).await.map_err(|e| e.to_string())?;
+        n.spec.get_or_insert_with(Default::default).finalizers = Some(Vec::new());
+        api.replace_subresource("finalize", &ns.name, &PostParams::default(), &n)
+            .await
+            .map_err(|e| e.to_string())
+    })
+    .await;
     out.insert("gone".into(), gone(&ns).await);
     out
 }

@@ -9,8 +9,8 @@ use controller::ControlError;
 use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
 use kube::{
     Api, Client, Resource as _,
-    api::{DeleteParams, DynamicObject, ListParams},
-    core::{PartialObjectMeta, Request},
+    api::{DeleteParams, DynamicObject, ListParams, ObjectMeta},
+    core::Request,
 };
 
 use crate::discovery::NamespacedResource;
@@ -69,7 +69,7 @@ pub async fn empty(
             .await
         {
             Ok(pods) => within_grace(grace_estimate(&pods.items), deleted_at, now),
-            Err(e) => return Outcome::failed(0, text("list pods", namespace, e)),
+            Err(e) => return Outcome::failed(0, text("list", resource, namespace, e)),
         }
     } else {
         0
@@ -88,10 +88,10 @@ pub async fn empty(
     if !resource.supports("list") {
         return Outcome::waiting(estimate);
     }
-    match api.list_metadata(&ListParams::default()).await {
-        Ok(list) => left_over(&list.items, estimate, resource, namespace),
+    match list(&api).await {
+        Ok(items) => left_over(&items, estimate, resource, namespace),
         Err(e) if unsupported(&e) => Outcome::waiting(estimate),
-        Err(e) => Outcome::failed(estimate, text("list", namespace, e)),
+        Err(e) => Outcome::failed(estimate, text("list", resource, namespace, e)),
     }
 }
 
@@ -99,7 +99,7 @@ pub async fn empty(
 /// `deleteAllContentForGroupVersionResource`): with a grace estimate, wait for it; held by
 /// finalizers, wait [`FINALIZER_ESTIMATE_SECONDS`]; neither, an error, for they should be gone.
 pub fn left_over(
-    items: &[PartialObjectMeta<DynamicObject>],
+    items: &[ObjectMeta],
     estimate: i64,
     resource: &NamespacedResource,
     namespace: &str,
@@ -108,7 +108,7 @@ pub fn left_over(
         return Outcome::default();
     }
     let mut finalizers: BTreeMap<String, usize> = BTreeMap::new();
-    for f in items.iter().flat_map(|i| i.metadata.finalizers.iter().flatten()) {
+    for f in items.iter().flat_map(|i| i.finalizers.iter().flatten()) {
         *finalizers.entry(f.clone()).or_default() += 1;
     }
     let (estimate, error) = match (estimate, finalizers.is_empty()) {
@@ -170,7 +170,7 @@ async fn delete_collection(client: &Client, r: &NamespacedResource, namespace: &
     match client.request_text(request).await {
         Ok(_) => Ok(true),
         Err(e) if unsupported(&e) => Ok(false),
-        Err(e) => Err(text("delete collection", namespace, e)),
+        Err(e) => Err(text("delete collection of", r, namespace, e)),
     }
 }
 
@@ -183,20 +183,34 @@ async fn delete_each(
     if !r.supports("list") {
         return Ok(());
     }
-    let items = match api.list_metadata(&ListParams::default()).await {
-        Ok(list) => list.items,
+    let items = match list(api).await {
+        Ok(items) => items,
         Err(e) if unsupported(&e) => return Ok(()),
-        Err(e) => return Err(text("list", namespace, e)),
+        Err(e) => return Err(text("list", r, namespace, e)),
     };
     for item in items {
-        let name = item.metadata.name.unwrap_or_default();
+        let name = item.name.unwrap_or_default();
         match api.delete(&name, &DeleteParams::background()).await {
             Ok(_) => {}
             Err(e) if unsupported(&e) => {}
-            Err(e) => return Err(text("delete", namespace, e)),
+            Err(e) => return Err(text("delete", r, namespace, e)),
         }
     }
     Ok(())
+}
+
+/// The metadata of every item, as the metadata client reads it: as `PartialObjectMetadataList`, or,
+/// from a server that cannot answer so (406), as the whole objects (client-go's metadata client
+/// also accepts plain JSON).
+async fn list(api: &Api<DynamicObject>) -> kube::Result<Vec<ObjectMeta>> {
+    match api.list_metadata(&ListParams::default()).await {
+        Ok(list) => Ok(list.items.into_iter().map(|i| i.metadata).collect()),
+        Err(kube::Error::Api(s)) if s.code == 406 => {
+            let list = api.list(&ListParams::default()).await?;
+            Ok(list.items.into_iter().map(|i| i.metadata).collect())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Not found or method not allowed: a kind discovery lists without the verb at its top level.
@@ -204,9 +218,13 @@ fn unsupported(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404 || s.code == 405)
 }
 
-/// An API error as upstream words it (the Status message).
-fn text(verb: &'static str, namespace: &str, e: kube::Error) -> String {
-    ControlError::api(verb, namespace, e).to_string()
+/// An API error as upstream words it (the Status message); any other error with the request it
+/// ended, as Go's URL errors carry it.
+fn text(verb: &'static str, r: &NamespacedResource, namespace: &str, e: kube::Error) -> String {
+    match e {
+        e @ kube::Error::Api(_) => ControlError::api(verb, namespace, e).to_string(),
+        e => format!("{verb} {} in namespace {namespace}: {e}", r.resource),
+    }
 }
 
 #[cfg(test)]

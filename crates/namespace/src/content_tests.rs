@@ -15,12 +15,8 @@ fn widgets() -> NamespacedResource {
     }
 }
 
-fn item(name: &str, finalizers: &[&str]) -> PartialObjectMeta<DynamicObject> {
-    serde_json::from_value(json!({
-        "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
-        "metadata": {"name": name, "finalizers": finalizers},
-    }))
-    .unwrap()
+fn item(name: &str, finalizers: &[&str]) -> ObjectMeta {
+    serde_json::from_value(json!({"name": name, "finalizers": finalizers})).unwrap()
 }
 
 fn pod(phase: &str, grace: Option<i64>) -> Pod {

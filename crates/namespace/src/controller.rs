@@ -152,12 +152,18 @@ impl Steps for NamespaceController {
         match delete(&self.client, &*self.clock, key.name()).await? {
             Deletion::Done => Ok(None),
             Deletion::Remaining { estimate } => {
-                let wait = u64::try_from(estimate / 2 + 1).unwrap_or(1);
-                tracing::debug!(namespace = %key, wait_seconds = wait, "content remaining in namespace");
-                Ok(Some(Duration::from_secs(wait)))
+                let wait = requeue_after(estimate);
+                tracing::debug!(namespace = %key, wait = ?wait, "content remaining in namespace");
+                Ok(Some(wait))
             }
         }
     }
+}
+
+/// When to look again at content expected to go within `estimate` seconds: after half of it and a
+/// second (upstream's worker).
+pub fn requeue_after(estimate: i64) -> Duration {
+    Duration::from_secs(u64::try_from(estimate / 2 + 1).unwrap_or(1))
 }
 
 /// Enqueues a namespace being deleted, after [`DELETION_GRACE`], on every add and update (upstream
@@ -190,5 +196,21 @@ impl Controller for NamespaceController {
 
     fn wiring(&self) -> &Wiring {
         &self.wiring
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_remaining_is_looked_at_again_after_half_its_estimate_and_a_second() {
+        assert_eq!(requeue_after(30), Duration::from_secs(16));
+        assert_eq!(requeue_after(15), Duration::from_secs(8));
+        assert_eq!(requeue_after(1), Duration::from_secs(1));
+        assert_eq!(
+            requeue_after(i64::MAX),
+            Duration::from_secs(u64::try_from(i64::MAX / 2 + 1).unwrap())
+        );
     }
 }

@@ -12,12 +12,15 @@ use std::collections::{BTreeMap, HashSet};
 
 use http::header::ACCEPT;
 use kube::{Client, core::ApiResource};
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 /// The aggregated discovery document's media type (client-go `discovery.AcceptV2`).
 pub const ACCEPT_AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 /// How often a discovery that left some group out is made in all (client-go `defaultRetries`).
 pub const DISCOVERY_ATTEMPTS: usize = 2;
+/// How long one discovery request may take (client-go's discovery client sets this timeout when
+/// its configuration has none: `defaultTimeout`).
+pub const DISCOVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(32);
 
 /// One namespaced kind, in the version its group prefers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,10 +87,14 @@ impl Discovered {
     }
 }
 
+/// Why discovery failed outright. The text is what the namespace's `NamespaceDeletionDiscoveryFailure`
+/// condition says: the API server's message, as upstream's carries the Go error's.
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoveryError {
-    #[error("{path}: {source}")]
-    Request { path: &'static str, source: kube::Error },
+    #[error("{message}")]
+    Request { path: &'static str, message: String },
+    #[error("Get {path}: the request timed out after {DISCOVERY_TIMEOUT:?}")]
+    TimedOut { path: &'static str },
     #[error(
         "{path}: the API server does not serve aggregated discovery (apidiscovery.k8s.io/v2, Kubernetes 1.30 and later), answered with kind {kind:?}"
     )]
@@ -121,10 +128,20 @@ async fn fetch(client: &Client, path: &'static str) -> Result<GroupList, Discove
         .header(ACCEPT, ACCEPT_AGGREGATED)
         .body(Vec::new())
         .expect("a static path and header make a valid request");
-    let text = client
-        .request_text(request)
+    let answer = tokio::time::timeout(DISCOVERY_TIMEOUT, client.request_text(request))
         .await
-        .map_err(|source| DiscoveryError::Request { path, source })?;
+        .map_err(|_| DiscoveryError::TimedOut { path })?;
+    let text = match answer {
+        Ok(text) => text,
+        // An API server without the core group (client-go tolerates it: an empty list).
+        Err(kube::Error::Api(s)) if s.code == 404 && path == "/api" => return Ok(GroupList::empty()),
+        Err(e) => {
+            return Err(DiscoveryError::Request {
+                path,
+                message: controller::ControlError::api("discover", path, e).to_string(),
+            });
+        }
+    };
     let list: GroupList =
         serde_json::from_str(&text).map_err(|source| DiscoveryError::Decode { path, source })?;
     if list.kind != "APIGroupDiscoveryList" {
@@ -152,8 +169,9 @@ pub fn preferred_namespaced(lists: &[GroupList]) -> Discovered {
                 continue;
             }
             for r in &version.resources {
-                // A resource without its kind is not returned by client-go's conversion.
-                let Some(kind) = r.response_kind.as_ref().filter(|k| !k.kind.is_empty()) else {
+                // A resource without its kind (a parent the API server made up for a subresource) is
+                // not returned by client-go's conversion.
+                let Some(kind) = r.response_kind.as_ref().filter(|k| !k.is_empty()) else {
                     continue;
                 };
                 if r.resource.contains('/') || !seen.insert((name.clone(), r.resource.clone())) {
@@ -189,34 +207,44 @@ fn group_version(group: &str, version: &str) -> String {
 const STALE: &str = "Stale";
 const NAMESPACED: &str = "Namespaced";
 
-/// `APIGroupDiscoveryList`, only what the deletion reads.
+/// `APIGroupDiscoveryList`, only what the deletion reads. Every field may be missing or `null`
+/// (Go writes an empty slice as `null`; the API server does for the verbs of a parent it made up).
 #[derive(Debug, Default, Deserialize)]
 pub struct GroupList {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     kind: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     items: Vec<GroupDoc>,
+}
+
+impl GroupList {
+    fn empty() -> Self {
+        Self {
+            kind: "APIGroupDiscoveryList".into(),
+            items: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
 struct GroupDoc {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     metadata: GroupMeta,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     versions: Vec<VersionDoc>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 struct GroupMeta {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     name: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
 struct VersionDoc {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     version: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     resources: Vec<ResourceDoc>,
     #[serde(default)]
     freshness: Option<String>,
@@ -225,20 +253,40 @@ struct VersionDoc {
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ResourceDoc {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     resource: String,
     #[serde(default)]
     response_kind: Option<KindDoc>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     scope: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     verbs: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 struct KindDoc {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
+    group: String,
+    #[serde(default, deserialize_with = "or_default")]
+    version: String,
+    #[serde(default, deserialize_with = "or_default")]
     kind: String,
+}
+
+impl KindDoc {
+    /// client-go's `emptyKind`: no group, version or kind at all.
+    fn is_empty(&self) -> bool {
+        self.group.is_empty() && self.version.is_empty() && self.kind.is_empty()
+    }
+}
+
+/// `null` read as the type's default.
+fn or_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 #[cfg(test)]

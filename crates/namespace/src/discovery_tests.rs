@@ -82,6 +82,23 @@ fn a_stale_preferred_version_gives_way_to_the_next() {
 }
 
 #[test]
+fn nulls_where_go_writes_empty_slices_are_read_as_empty() {
+    let groups: GroupList = serde_json::from_value(json!({"kind": "APIGroupDiscoveryList", "items": [
+        {"metadata": {"name": "subresources.example.com"}, "versions": [{"version": "v1", "resources": [
+            {"resource": "virtualmachines", "responseKind": {"group": "", "version": "", "kind": ""},
+             "scope": "Namespaced", "verbs": null,
+             "subresources": [{"subresource": "console", "verbs": ["get"]}]},
+            {"resource": "widgets", "responseKind": {"kind": "Widget"}, "scope": "Namespaced", "verbs": null},
+        ]}]},
+        {"metadata": {"name": "empty.example.com"}, "versions": null},
+    ]}))
+    .unwrap();
+    let found = preferred_namespaced(&[groups]);
+    assert_eq!(names(&found), ["subresources.example.com/v1, Resource=widgets"]);
+    assert!(found.resources[0].verbs.is_empty(), "kept, but not deletable");
+}
+
+#[test]
 fn a_resource_without_its_kind_is_skipped() {
     let groups = list(
         json!([{"metadata": {"name": "example.com"}, "versions": [{"version": "v1", "resources": [

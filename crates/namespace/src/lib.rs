@@ -29,7 +29,7 @@ pub use conditions::{CONDITION_TYPES, Findings};
 pub use content::{FINALIZER_ESTIMATE_SECONDS, Outcome, Remaining, grace_estimate, left_over, within_grace};
 pub use controller::{
     COMPONENT, DEFAULT_SYNC_PERIOD, DEFAULT_WORKERS, DELETION_GRACE, NamespaceController, NamespaceOptions,
-    QUEUE_NAME, ROLE,
+    QUEUE_NAME, ROLE, requeue_after,
 };
 pub use deleter::{Deletion, FINALIZER, delete, finalized};
 pub use discovery::{
