@@ -18,6 +18,7 @@ pub mod podman;
 pub mod pods;
 pub mod random_differential;
 pub mod replicaset_scenarios;
+pub mod serviceaccount_scenarios;
 pub mod serving;
 mod shard_audit;
 pub mod shard_workloads;

@@ -18,6 +18,7 @@ use informer::SharedInformerFactory;
 use job::{JobController, JobOptions};
 use namespace::{NamespaceController, NamespaceOptions};
 use replicaset::{ReplicaKind, ReplicaSetController, ReplicaSetOptions};
+use serviceaccount::ServiceAccountController;
 use tokio_util::sync::CancellationToken;
 use ttlafterfinished::{TtlAfterFinishedController, TtlAfterFinishedOptions};
 
@@ -44,11 +45,14 @@ pub struct Descriptor {
     /// of its API client; deploy/rbac.yaml carries the rules of the controllers on by default.
     pub role: &'static str,
     /// Whether `*` in `--controllers` enables it. KCM runs every controller here by default; kcm-rs
-    /// runs the ones KCM would also have to run without it (the namespace controller) only when
-    /// named, so that beside KCM no controller has two writers.
+    /// runs the ones KCM would also have to run without it (the namespace and ServiceAccount
+    /// controllers) only when named, so that beside KCM no controller has two writers.
     pub on_by_default: bool,
     /// Its client's rate limits against `--kube-api-qps` and `--kube-api-burst`.
     pub rates: RateScale,
+    /// Whether it acts on namespaces themselves, every one of them: refused where kcm-rs serves
+    /// only some (`--namespace`, `--shards`).
+    pub cluster_wide: bool,
     /// A feature gate that asks this controller for something kcm-rs does not do, if it is on:
     /// refused at start rather than silently ignored.
     pub unimplemented_gate: fn(&FeatureGates) -> Option<&'static str>,
@@ -68,6 +72,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         role: cronjob::COMPONENT,
         on_by_default: true,
         rates: RateScale::ONE,
+        cluster_wide: false,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_cron_job_syncs,
         start: start_cron_job,
@@ -78,6 +83,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         role: deployment::COMPONENT,
         on_by_default: true,
         rates: RateScale::ONE,
+        cluster_wide: false,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_deployment_syncs,
         start: start_deployment,
@@ -88,6 +94,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         role: job::COMPONENT,
         on_by_default: true,
         rates: RateScale::ONE,
+        cluster_wide: false,
         // WorkloadWithJob (alpha) has the Job controller create Workload and PodGroup objects and
         // gang-schedule Indexed Jobs' pods; running without them would schedule pods one by one.
         unimplemented_gate: |g| g.workload_with_job.then_some("WorkloadWithJob"),
@@ -100,6 +107,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         role: namespace::ROLE,
         on_by_default: false,
         rates: RateScale::NAMESPACE_CONTROLLER,
+        cluster_wide: true,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_namespace_syncs,
         start: start_namespace,
@@ -110,6 +118,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         role: replicaset::COMPONENT,
         on_by_default: true,
         rates: RateScale::ONE,
+        cluster_wide: false,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_replicaset_syncs,
         start: start_replica_kind::<k8s_openapi::api::apps::v1::ReplicaSet>,
@@ -122,9 +131,21 @@ pub const CONTROLLERS: &[Descriptor] = &[
         role: <k8s_openapi::api::core::v1::ReplicationController as ReplicaKind>::COMPONENT,
         on_by_default: true,
         rates: RateScale::ONE,
+        cluster_wide: false,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_rc_syncs,
         start: start_replica_kind::<k8s_openapi::api::core::v1::ReplicationController>,
+    },
+    Descriptor {
+        name: serviceaccount::COMPONENT,
+        alias: "serviceaccount",
+        role: serviceaccount::ROLE,
+        on_by_default: false,
+        rates: RateScale::ONE,
+        cluster_wide: true,
+        unimplemented_gate: |_| None,
+        workers: |_| serviceaccount::WORKERS,
+        start: start_service_account,
     },
     Descriptor {
         name: ttlafterfinished::COMPONENT,
@@ -132,6 +153,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         role: ttlafterfinished::COMPONENT,
         on_by_default: true,
         rates: RateScale::ONE,
+        cluster_wide: false,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_ttl_after_finished_syncs,
         start: start_ttl_after_finished,
@@ -267,6 +289,10 @@ fn start_namespace(cx: &StartContext<'_>, context: Context<'_>) -> Started {
         sync_period: cx.args.namespace_sync_period,
     };
     spawn::<NamespaceController>(cx, context, options)
+}
+
+fn start_service_account(cx: &StartContext<'_>, context: Context<'_>) -> Started {
+    spawn::<ServiceAccountController>(cx, context, ())
 }
 
 fn start_ttl_after_finished(cx: &StartContext<'_>, context: Context<'_>) -> Started {

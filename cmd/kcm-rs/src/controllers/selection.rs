@@ -46,24 +46,27 @@ pub fn check_gates(
     Ok(())
 }
 
-/// Refuses a controller whose objects are not namespaced where kcm-rs is told to serve only some
-/// namespaces: `--namespace`, or `--shards`, whose shards are cuts of the namespaces. The namespace
-/// controller would act on every namespace, or on every one once per shard.
+/// Refuses a controller that acts on namespaces themselves ([`Descriptor::cluster_wide`]) where
+/// kcm-rs is told to serve only some namespaces: `--namespace`, or `--shards`, whose shards are cuts
+/// of the namespaces. It would act on every namespace, or on every one once per shard.
 pub fn check_scope(
     enabled: &[&'static str],
     namespaces: &[String],
     shards: u32,
 ) -> Result<(), ControllersError> {
-    if !enabled.contains(&namespace::COMPONENT) {
+    let Some(d) = CONTROLLERS
+        .iter()
+        .find(|d| d.cluster_wide && enabled.contains(&d.name))
+    else {
         return Ok(());
-    }
+    };
     let flag = match (namespaces.is_empty(), shards > 1) {
         (false, _) => "--namespace",
         (true, true) => "--shards",
         (true, false) => return Ok(()),
     };
     Err(ControllersError::ClusterWide {
-        controller: namespace::COMPONENT,
+        controller: d.name,
         flag,
     })
 }
@@ -142,8 +145,14 @@ mod tests {
     }
 
     #[test]
-    fn the_namespace_controller_runs_only_when_named() {
+    fn the_companions_run_only_when_named() {
         assert!(!parse("*").unwrap().contains(&"namespace-controller"));
+        assert!(!parse("*").unwrap().contains(&"serviceaccount-controller"));
+        assert!(
+            parse("*,serviceaccount")
+                .unwrap()
+                .contains(&"serviceaccount-controller")
+        );
         assert!(parse("*,namespace").unwrap().contains(&"namespace-controller"));
         assert_eq!(
             parse("namespace-controller,-namespace").unwrap(),
