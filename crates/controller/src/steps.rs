@@ -58,8 +58,10 @@ pub struct Comparison {
 pub trait Steps: Send + Sync + 'static {
     /// KCM's name for the controller, under which shadow mode files what it finds.
     const NAME: &'static str;
-    /// [`Reconciler::FORGETS_AFTER_EVERY_SUCCESS`].
-    const FORGETS_AFTER_EVERY_SUCCESS: bool = true;
+    /// [`Reconciler::FORGETS_WHEN_DONE`].
+    const FORGETS_WHEN_DONE: bool = true;
+    /// [`Reconciler::FORGETS_WHEN_REQUEUED`].
+    const FORGETS_WHEN_REQUEUED: bool = true;
 
     /// The object a key names.
     type Object: Send + Sync + 'static;
@@ -168,7 +170,8 @@ pub async fn sync<S: Steps>(steps: &S, key: &ObjectKey) -> Result<Option<Duratio
 /// Every controller's sync is its steps in [`sync`]'s order.
 impl<S: Steps> Reconciler for S {
     type Error = S::Error;
-    const FORGETS_AFTER_EVERY_SUCCESS: bool = S::FORGETS_AFTER_EVERY_SUCCESS;
+    const FORGETS_WHEN_DONE: bool = S::FORGETS_WHEN_DONE;
+    const FORGETS_WHEN_REQUEUED: bool = S::FORGETS_WHEN_REQUEUED;
 
     fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<Option<Duration>, S::Error>> + Send {
         sync(self, key)

@@ -28,11 +28,15 @@ pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 pub trait Reconciler<K = ObjectKey>: Send + Sync + 'static {
     type Error: Display + Send;
 
-    /// Whether every sync that succeeds resets the key's backoff, as upstream's controllers do but
-    /// the CronJob controller, which resets it only when it asks for the key again after a delay:
-    /// there a key that failed, then synced with nothing to come back for, keeps its failures, and
-    /// its next failure waits longer.
-    const FORGETS_AFTER_EVERY_SUCCESS: bool = true;
+    /// Whether a sync that succeeds with nothing to come back for resets the key's backoff, as
+    /// upstream's controllers do but the CronJob controller: there a key that failed, then synced
+    /// with nothing to come back for, keeps its failures, and its next failure waits longer.
+    const FORGETS_WHEN_DONE: bool = true;
+
+    /// Whether a sync that succeeds and asks for the key again after a delay resets its backoff, as
+    /// upstream's controllers do but the namespace controller, whose content still to go keeps the
+    /// namespace's failures counted.
+    const FORGETS_WHEN_REQUEUED: bool = true;
 
     /// `Ok(Some(d))` asks for the key again after `d`; `Err` retries it with the queue's backoff.
     fn sync(&self, key: &K) -> impl Future<Output = Result<Option<Duration>, Self::Error>> + Send;
@@ -118,7 +122,11 @@ impl<K: QueueItem + Ord + Display, R: Reconciler<K>> Worker<K, R> {
                 self.metrics.sync(started.elapsed(), result.is_ok());
                 match result {
                     Ok(requeue) => {
-                        if requeue.is_some() || R::FORGETS_AFTER_EVERY_SUCCESS {
+                        let forgets = match requeue {
+                            Some(_) => R::FORGETS_WHEN_REQUEUED,
+                            None => R::FORGETS_WHEN_DONE,
+                        };
+                        if forgets {
                             self.queue.forget(key);
                         }
                         if let Some(after) = requeue {

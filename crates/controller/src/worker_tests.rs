@@ -155,16 +155,17 @@ async fn cancelled_workers_take_no_new_keys_and_wait_for_syncs_in_flight() {
 
 /// Fails `ns/flaky` on the syncs `fail_on` lists (0-based); succeeds with nothing to come back for
 /// otherwise.
-struct Flaky<const FORGETS: bool> {
+struct Flaky<const DONE: bool, const REQUEUED: bool> {
     fail_on: Vec<usize>,
     attempts: AtomicUsize,
     /// What a sync that succeeds asks for: the key again after this long, or nothing.
     again: Option<Duration>,
 }
 
-impl<const FORGETS: bool> Reconciler for Flaky<FORGETS> {
+impl<const DONE: bool, const REQUEUED: bool> Reconciler for Flaky<DONE, REQUEUED> {
     type Error = String;
-    const FORGETS_AFTER_EVERY_SUCCESS: bool = FORGETS;
+    const FORGETS_WHEN_DONE: bool = DONE;
+    const FORGETS_WHEN_REQUEUED: bool = REQUEUED;
 
     async fn sync(&self, _: &ObjectKey) -> Result<Option<Duration>, String> {
         let attempt = self.attempts.fetch_add(1, Ordering::SeqCst);
@@ -177,8 +178,10 @@ impl<const FORGETS: bool> Reconciler for Flaky<FORGETS> {
 }
 
 /// The failures a key has counted after: a failure (retried), a success, a second sync taken.
-async fn requeues_after_fail_then_succeed<const FORGETS: bool>(again: Option<Duration>) -> u32 {
-    let flaky = Arc::new(Flaky::<FORGETS> {
+async fn requeues_after_fail_then_succeed<const DONE: bool, const REQUEUED: bool>(
+    again: Option<Duration>,
+) -> u32 {
+    let flaky = Arc::new(Flaky::<DONE, REQUEUED> {
         fail_on: vec![0],
         attempts: AtomicUsize::new(0),
         again,
@@ -208,14 +211,19 @@ async fn requeues_after_fail_then_succeed<const FORGETS: bool>(again: Option<Dur
 }
 
 /// Upstream's CronJob controller keeps a key's failures across a sync that succeeds without asking
-/// for it again; every other controller forgets them.
+/// for it again, its namespace controller across one that asks for the key again after a delay;
+/// the others forget them after every success.
 #[tokio::test(start_paused = true)]
 async fn a_success_forgets_the_keys_failures_unless_the_controller_keeps_them() {
-    assert_eq!(requeues_after_fail_then_succeed::<true>(None).await, 0);
-    assert_eq!(requeues_after_fail_then_succeed::<false>(None).await, 1);
-    // Asked for again after a delay, the CronJob controller forgets too.
     let later = Some(Duration::from_secs(3600));
-    assert_eq!(requeues_after_fail_then_succeed::<false>(later).await, 0);
+    assert_eq!(requeues_after_fail_then_succeed::<true, true>(None).await, 0);
+    assert_eq!(requeues_after_fail_then_succeed::<true, true>(later).await, 0);
+    // The CronJob controller's way.
+    assert_eq!(requeues_after_fail_then_succeed::<false, true>(None).await, 1);
+    assert_eq!(requeues_after_fail_then_succeed::<false, true>(later).await, 0);
+    // The namespace controller's.
+    assert_eq!(requeues_after_fail_then_succeed::<true, false>(None).await, 0);
+    assert_eq!(requeues_after_fail_then_succeed::<true, false>(later).await, 1);
 }
 
 /// `--concurrent-deployment-syncs=0`: upstream starts no worker; keys wait and shutdown is prompt.

@@ -184,7 +184,7 @@ impl Steps for CronJobController {
     /// Upstream's `processNextWorkItem` forgets a key only when the sync asks for it again after a
     /// delay; a sync with nothing to come back for (the CronJob gone, suspended, its schedule
     /// unparseable) leaves its failures counted.
-    const FORGETS_AFTER_EVERY_SUCCESS: bool = false;
+    const FORGETS_WHEN_DONE: bool = false;
     type Object = CronJob;
     type Plan = Snapshot;
     type Error = SyncError;

@@ -88,4 +88,7 @@ async fn a_forgotten_cron_job_is_synced_at_once() {
 
 /// Upstream's CronJob worker forgets a key's failures only when it asks for the key again: checked
 /// when the tests compile.
-const _: () = assert!(!<CronJobController as controller::Reconciler>::FORGETS_AFTER_EVERY_SUCCESS);
+const _: () = assert!(
+    !<CronJobController as controller::Reconciler>::FORGETS_WHEN_DONE
+        && <CronJobController as controller::Reconciler>::FORGETS_WHEN_REQUEUED
+);

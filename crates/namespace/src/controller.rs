@@ -111,6 +111,9 @@ impl Build for NamespaceController {
 
 impl Steps for NamespaceController {
     const NAME: &'static str = COMPONENT;
+    /// Upstream's worker asks for a namespace whose content is still going again without
+    /// forgetting its failures, so that a failure after it waits longer.
+    const FORGETS_WHEN_REQUEUED: bool = false;
     type Object = Namespace;
     type Plan = Arc<Namespace>;
     type Error = DeleteError;
@@ -202,6 +205,12 @@ impl Controller for NamespaceController {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Checked when the tests compile: failures survive a pass that finds content still going.
+    const _: () = assert!(
+        !<NamespaceController as controller::Reconciler>::FORGETS_WHEN_REQUEUED
+            && <NamespaceController as controller::Reconciler>::FORGETS_WHEN_DONE
+    );
 
     #[test]
     fn content_remaining_is_looked_at_again_after_half_its_estimate_and_a_second() {
