@@ -43,26 +43,40 @@ impl Build for ServiceAccountController {
     type Shadow = Self;
 
     fn build(cx: Context<'_>, (): ()) -> Self {
-        let namespaces = cx.factory.cluster::<Namespace>(InformerOptions::default());
-        let accounts = cx.informer::<ServiceAccount>();
-        let (queue, mut wiring) = cx.wiring(QUEUE_NAME);
-        wiring.watch(&namespaces, NamespaceHandler(queue.clone()));
-        wiring.watch(&accounts, AccountHandler(queue));
-        Self {
-            wiring,
-            namespaces: namespaces.lister(),
-            accounts: accounts.lister(),
-            client: cx.client,
-            shadow: None,
-        }
+        Self::with_shadow(cx, None)
     }
 
     /// An account missing until upstream's controller creates it is a disagreement; nothing is
     /// created.
     fn shadow(cx: Context<'_>, state: Arc<ShadowState>, (): ()) -> Self {
-        let mut c = Self::build(cx, ());
-        c.shadow = Some(state);
-        c
+        Self::with_shadow(cx, Some(state))
+    }
+}
+
+impl ServiceAccountController {
+    fn with_shadow(cx: Context<'_>, shadow: Option<Arc<ShadowState>>) -> Self {
+        let namespaces = cx.factory.cluster::<Namespace>(InformerOptions::default());
+        let accounts = cx.informer::<ServiceAccount>();
+        let (queue, wiring) = cx.wiring(QUEUE_NAME);
+        // Upstream registers both handlers without a resync period.
+        let mut wiring = wiring.with_resync(None);
+        wiring.watch(&namespaces, NamespaceHandler(queue.clone()));
+        wiring.watch(
+            &accounts,
+            AccountHandler {
+                queue,
+                // Shadow mode looks again once an account appears, so that what it reported
+                // missing is cleared when upstream creates it.
+                on_add: shadow.is_some(),
+            },
+        );
+        Self {
+            wiring,
+            namespaces: namespaces.lister(),
+            accounts: accounts.lister(),
+            client: cx.client,
+            shadow,
+        }
     }
 }
 
@@ -104,36 +118,41 @@ impl Steps for ServiceAccountController {
         }
     }
 
-    /// Creates each missing account; one that appeared meanwhile, or a namespace that began
-    /// terminating, is not an error (upstream ignores AlreadyExists and the NamespaceTerminating
-    /// cause).
     async fn execute(&self, key: &ObjectKey, (_, create): Self::Plan) -> Result<Option<Duration>, SyncError> {
-        let namespace = key.name();
-        let mut errors = Vec::new();
-        for name in create {
-            let account = ServiceAccount {
-                metadata: ObjectMeta {
-                    name: Some(name.to_owned()),
-                    namespace: Some(namespace.to_owned()),
-                    ..ObjectMeta::default()
-                },
-                ..ServiceAccount::default()
-            };
-            if let Err(e) = writes::create(&self.client, namespace, &account).await {
-                let e = ControlError::api("create serviceaccount", format!("{namespace}/{name}"), e);
-                if !e.is_already_exists() && !e.is_namespace_terminating() {
-                    errors.push(e);
-                }
+        create_missing(&self.client, key.name(), &create)
+            .await
+            .map(|()| None)
+    }
+}
+
+/// Creates each account of `names` in `namespace`, with its name alone, as upstream copies its
+/// template; one that appeared meanwhile, or a namespace that began terminating, is not an error
+/// (upstream ignores AlreadyExists and the NamespaceTerminating cause). The others are, together.
+pub async fn create_missing(client: &Client, namespace: &str, names: &[&str]) -> Result<(), SyncError> {
+    let mut errors = Vec::new();
+    for name in names {
+        let account = ServiceAccount {
+            metadata: ObjectMeta {
+                name: Some((*name).to_owned()),
+                namespace: Some(namespace.to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..ServiceAccount::default()
+        };
+        if let Err(e) = writes::create(client, namespace, &account).await {
+            let e = ControlError::api("create serviceaccount", format!("{namespace}/{name}"), e);
+            if !e.is_already_exists() && !e.is_namespace_terminating() {
+                errors.push(e);
             }
         }
-        if errors.is_empty() {
-            Ok(None)
-        } else {
-            Err(SyncError::Create {
-                namespace: namespace.to_owned(),
-                errors,
-            })
-        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(SyncError::Create {
+            namespace: namespace.to_owned(),
+            errors,
+        })
     }
 }
 
@@ -153,19 +172,33 @@ impl EventHandler<Namespace> for NamespaceHandler {
     fn on_delete(&self, _: &DeletedObject<Namespace>) {}
 }
 
-/// Enqueues the namespace of a deleted account (upstream `serviceAccountDeleted`).
+/// Enqueues the namespace of a deleted account (upstream `serviceAccountDeleted`), and in shadow
+/// mode of an added one.
 #[derive(Debug, Clone)]
-struct AccountHandler(WorkQueue<ObjectKey>);
+struct AccountHandler {
+    queue: WorkQueue<ObjectKey>,
+    on_add: bool,
+}
+
+impl AccountHandler {
+    fn enqueue(&self, account: &ServiceAccount) {
+        if let Some(ns) = account.metadata.namespace.as_deref() {
+            self.queue.add(ObjectKey::new(None, ns));
+        }
+    }
+}
 
 impl EventHandler<ServiceAccount> for AccountHandler {
-    fn on_add(&self, _: &Arc<ServiceAccount>, _: bool) {}
+    fn on_add(&self, account: &Arc<ServiceAccount>, _: bool) {
+        if self.on_add {
+            self.enqueue(account);
+        }
+    }
 
     fn on_update(&self, _: &Arc<ServiceAccount>, _: &Arc<ServiceAccount>) {}
 
     fn on_delete(&self, deleted: &DeletedObject<ServiceAccount>) {
-        if let Some(ns) = deleted.object().metadata.namespace.as_deref() {
-            self.0.add(ObjectKey::new(None, ns));
-        }
+        self.enqueue(deleted.object());
     }
 }
 
@@ -176,3 +209,7 @@ impl Controller for ServiceAccountController {
         &self.wiring
     }
 }
+
+#[cfg(test)]
+#[path = "controller_tests.rs"]
+mod tests;

@@ -18,6 +18,6 @@ mod controller;
 mod ensure;
 mod error;
 
-pub use controller::{COMPONENT, QUEUE_NAME, ROLE, ServiceAccountController, WORKERS};
+pub use controller::{COMPONENT, QUEUE_NAME, ROLE, ServiceAccountController, WORKERS, create_missing};
 pub use ensure::{ACCOUNTS, missing};
 pub use error::SyncError;
