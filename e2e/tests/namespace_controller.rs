@@ -33,3 +33,18 @@ async fn disruptive_namespace_controller_matches_upstream() {
     }
     assert_agree("namespace-controller", &scenarios, &both);
 }
+
+/// The legacy discovery documents, which API servers before 1.26 answer, find the namespaced kinds
+/// the aggregated ones do, each in the same version with the same verbs.
+#[tokio::test]
+async fn legacy_and_aggregated_discovery_find_the_same_kinds() {
+    let cluster = Cluster::connect().await;
+    let aggregated = namespace::discover_as(&cluster.client, namespace::Format::Preferred)
+        .await
+        .expect("aggregated discovery");
+    let legacy = namespace::discover_as(&cluster.client, namespace::Format::Legacy)
+        .await
+        .expect("legacy discovery");
+    assert!(aggregated.resources.iter().any(|r| r.is_pods()), "{aggregated:?}");
+    assert_eq!(legacy, aggregated);
+}

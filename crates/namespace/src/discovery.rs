@@ -2,13 +2,17 @@
 //! each in its group's preferred version, as client-go's `ServerPreferredNamespacedResources` finds
 //! them for upstream's controller.
 //!
-//! The API server is asked in its aggregated form (`apidiscovery.k8s.io/v2`, two requests: `/api` and
-//! `/apis`), as client-go asks by default since 1.30. A group version the server marks stale (an
-//! aggregated API whose backend is down) is a partial failure: its kinds are left out and the
-//! failure is reported, so that the namespace's `NamespaceDeletionDiscoveryFailure` condition says
-//! which group failed, in client-go's words.
+//! The API server is asked as client-go asks it: for the aggregated form (`apidiscovery.k8s.io` v2,
+//! else v2beta1: two requests, `/api` and `/apis`), else the legacy one (the group list, then one
+//! request per group version), which API servers before 1.26 and some proxies answer. A group
+//! version the server marks stale (an aggregated API whose backend is down), or whose legacy
+//! request fails, is a partial failure: its kinds are left out and the failure is reported, so that
+//! the namespace's `NamespaceDeletionDiscoveryFailure` condition says which group failed, in
+//! client-go's words.
 
 use std::collections::{BTreeMap, HashSet};
+
+use futures::future::join_all;
 
 use http::header::ACCEPT;
 use kube::{Client, core::ApiResource};
@@ -16,6 +20,13 @@ use serde::{Deserialize, Deserializer};
 
 /// The aggregated discovery document's media type (client-go `discovery.AcceptV2`).
 pub const ACCEPT_AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+/// What discovery asks for, in client-go's order of preference (`acceptDiscoveryFormats`): v2,
+/// v2beta1 (the same fields), the legacy documents.
+const ACCEPT_DISCOVERY: &str = concat!(
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,",
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,",
+    "application/json"
+);
 /// How often a discovery that left some group out is made in all (client-go `defaultRetries`).
 pub const DISCOVERY_ATTEMPTS: usize = 2;
 /// How long one discovery request may take (client-go's discovery client sets this timeout when
@@ -92,65 +103,174 @@ impl Discovered {
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoveryError {
     #[error("{message}")]
-    Request { path: &'static str, message: String },
+    Request { path: String, message: String },
     #[error("Get {path}: the request timed out after {DISCOVERY_TIMEOUT:?}")]
-    TimedOut { path: &'static str },
-    #[error(
-        "{path}: the API server does not serve aggregated discovery (apidiscovery.k8s.io/v2, Kubernetes 1.30 and later), answered with kind {kind:?}"
-    )]
-    NotAggregated { path: &'static str, kind: String },
+    TimedOut { path: String },
+    #[error("{path}: the API server answered discovery with kind {kind:?}")]
+    Unexpected { path: String, kind: String },
     #[error("{path}: {source}")]
-    Decode {
-        path: &'static str,
-        source: serde_json::Error,
-    },
+    Decode { path: String, source: serde_json::Error },
+}
+
+/// Which documents discovery asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Aggregated if the server has it, else legacy, as client-go asks.
+    Preferred,
+    /// The legacy documents only, as from an API server before 1.26 (the e2e suite checks that
+    /// both find the same resources).
+    Legacy,
+}
+
+impl Format {
+    fn accept(self) -> &'static str {
+        match self {
+            Format::Preferred => ACCEPT_DISCOVERY,
+            Format::Legacy => "application/json",
+        }
+    }
 }
 
 /// Discovers the namespaced resources, again once if a group was left out (client-go's retry).
 pub async fn discover(client: &Client) -> Result<Discovered, DiscoveryError> {
-    let mut found = discover_once(client).await?;
+    discover_as(client, Format::Preferred).await
+}
+
+/// [`discover`], asking for the documents of `format`.
+pub async fn discover_as(client: &Client, format: Format) -> Result<Discovered, DiscoveryError> {
+    let mut found = discover_once(client, format).await?;
     for _ in 1..DISCOVERY_ATTEMPTS {
         if found.failed.is_empty() {
             break;
         }
-        found = discover_once(client).await?;
+        found = discover_once(client, format).await?;
     }
     Ok(found)
 }
 
-async fn discover_once(client: &Client) -> Result<Discovered, DiscoveryError> {
-    let (legacy, groups) = futures::try_join!(fetch(client, "/api"), fetch(client, "/apis"))?;
+async fn discover_once(client: &Client, format: Format) -> Result<Discovered, DiscoveryError> {
+    let (legacy, groups) = futures::try_join!(fetch(client, "/api", format), fetch(client, "/apis", format))?;
     Ok(preferred_namespaced(&[legacy, groups]))
 }
 
-async fn fetch(client: &Client, path: &'static str) -> Result<GroupList, DiscoveryError> {
-    let request = http::Request::get(path)
-        .header(ACCEPT, ACCEPT_AGGREGATED)
-        .body(Vec::new())
-        .expect("a static path and header make a valid request");
-    let answer = tokio::time::timeout(DISCOVERY_TIMEOUT, client.request_text(request))
-        .await
-        .map_err(|_| DiscoveryError::TimedOut { path })?;
-    let text = match answer {
-        Ok(text) => text,
+/// `/api` or `/apis`, aggregated or, from a server that answers the legacy documents, made the
+/// same shape from them.
+async fn fetch(client: &Client, path: &'static str, format: Format) -> Result<GroupList, DiscoveryError> {
+    let text = match get(client, path, format.accept()).await {
         // An API server without the core group (client-go tolerates it: an empty list).
-        Err(kube::Error::Api(s)) if s.code == 404 && path == "/api" => return Ok(GroupList::empty()),
-        Err(e) => {
-            return Err(DiscoveryError::Request {
-                path,
-                message: controller::ControlError::api("discover", path, e).to_string(),
-            });
-        }
+        Err((Some(404), _)) if path == "/api" => return Ok(GroupList::empty()),
+        Err((_, e)) => return Err(e),
+        Ok(text) => text,
     };
-    let list: GroupList =
-        serde_json::from_str(&text).map_err(|source| DiscoveryError::Decode { path, source })?;
-    if list.kind != "APIGroupDiscoveryList" {
-        return Err(DiscoveryError::NotAggregated {
-            path,
-            kind: list.kind,
+    let decode = |source| DiscoveryError::Decode {
+        path: path.to_owned(),
+        source,
+    };
+    let kind: Kinded = serde_json::from_str(&text).map_err(decode)?;
+    match kind.kind.as_str() {
+        "APIGroupDiscoveryList" => serde_json::from_str(&text).map_err(decode),
+        "APIVersions" => {
+            let core: legacy::Versions = serde_json::from_str(&text).map_err(decode)?;
+            let versions = core.versions.into_iter().map(|v| (String::new(), v)).collect();
+            Ok(legacy_groups(client, vec![(String::new(), versions)]).await)
+        }
+        "APIGroupList" => {
+            let list: legacy::GroupList = serde_json::from_str(&text).map_err(decode)?;
+            let groups = list.groups.into_iter().map(legacy::Group::ordered).collect();
+            Ok(legacy_groups(client, groups).await)
+        }
+        _ => Err(DiscoveryError::Unexpected {
+            path: path.to_owned(),
+            kind: kind.kind,
+        }),
+    }
+}
+
+/// The legacy documents of each group's versions (group name, then `(group, version)` pairs, the
+/// preferred version first), fetched at once; a version whose request failed is reported.
+async fn legacy_groups(client: &Client, groups: Vec<(String, Vec<(String, String)>)>) -> GroupList {
+    let mut items = Vec::new();
+    for (name, versions) in groups {
+        let fetched = join_all(versions.iter().map(|(group, version)| async move {
+            let path = if group.is_empty() {
+                format!("/api/{version}")
+            } else {
+                format!("/apis/{group}/{version}")
+            };
+            let text = get(client, &path, "application/json")
+                .await
+                .map_err(|(_, e)| e.to_string())?;
+            serde_json::from_str::<legacy::ResourceList>(&text).map_err(|e| format!("{path}: {e}"))
+        }))
+        .await;
+        let versions = versions
+            .into_iter()
+            .zip(fetched)
+            .map(|((_, version), answer)| match answer {
+                Ok(list) => VersionDoc {
+                    version,
+                    resources: list
+                        .resources
+                        .into_iter()
+                        .map(legacy::Resource::aggregated)
+                        .collect(),
+                    freshness: None,
+                    failed: None,
+                },
+                Err(e) => VersionDoc {
+                    version,
+                    failed: Some(e),
+                    ..VersionDoc::default()
+                },
+            })
+            .collect();
+        items.push(GroupDoc {
+            metadata: GroupMeta { name },
+            versions,
         });
     }
-    Ok(list)
+    GroupList { items }
+}
+
+/// One discovery request's text, or its status code (if it had one) and the error.
+async fn get(client: &Client, path: &str, accept: &str) -> Result<String, (Option<u16>, DiscoveryError)> {
+    let request = http::Request::get(path)
+        .header(ACCEPT, accept)
+        .body(Vec::new())
+        .map_err(|e| {
+            let message = e.to_string();
+            (
+                None,
+                DiscoveryError::Request {
+                    path: path.to_owned(),
+                    message,
+                },
+            )
+        })?;
+    let answer = tokio::time::timeout(DISCOVERY_TIMEOUT, client.request_text(request))
+        .await
+        .map_err(|_| {
+            (
+                None,
+                DiscoveryError::TimedOut {
+                    path: path.to_owned(),
+                },
+            )
+        })?;
+    answer.map_err(|e| {
+        let code = match &e {
+            kube::Error::Api(s) => Some(s.code),
+            _ => None,
+        };
+        let message = controller::ControlError::api("discover", path, e).to_string();
+        (
+            code,
+            DiscoveryError::Request {
+                path: path.to_owned(),
+                message,
+            },
+        )
+    })
 }
 
 /// The namespaced resources of the documents, each group resource in the first version that serves
@@ -161,6 +281,12 @@ pub fn preferred_namespaced(lists: &[GroupList]) -> Discovered {
     for group in lists.iter().flat_map(|l| &l.items) {
         let name = &group.metadata.name;
         for version in &group.versions {
+            if let Some(e) = &version.failed {
+                found
+                    .failed
+                    .insert(group_version(name, &version.version), e.clone());
+                continue;
+            }
             if version.freshness.as_deref() == Some(STALE) {
                 let gv = group_version(name, &version.version);
                 found
@@ -212,17 +338,12 @@ const NAMESPACED: &str = "Namespaced";
 #[derive(Debug, Default, Deserialize)]
 pub struct GroupList {
     #[serde(default, deserialize_with = "or_default")]
-    kind: String,
-    #[serde(default, deserialize_with = "or_default")]
     items: Vec<GroupDoc>,
 }
 
 impl GroupList {
     fn empty() -> Self {
-        Self {
-            kind: "APIGroupDiscoveryList".into(),
-            items: Vec::new(),
-        }
+        Self { items: Vec::new() }
     }
 }
 
@@ -248,6 +369,9 @@ struct VersionDoc {
     resources: Vec<ResourceDoc>,
     #[serde(default)]
     freshness: Option<String>,
+    /// Why a legacy request for this version failed.
+    #[serde(skip)]
+    failed: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -277,6 +401,104 @@ impl KindDoc {
     /// client-go's `emptyKind`: no group, version or kind at all.
     fn is_empty(&self) -> bool {
         self.group.is_empty() && self.version.is_empty() && self.kind.is_empty()
+    }
+}
+
+/// Any document's `kind`, to tell the aggregated answer from the legacy ones.
+#[derive(Debug, Default, Deserialize)]
+struct Kinded {
+    #[serde(default, deserialize_with = "or_default")]
+    kind: String,
+}
+
+/// The legacy documents (`APIVersions`, `APIGroupList`, `APIResourceList`), only what the deletion
+/// reads, each turned into the aggregated shape.
+mod legacy {
+    use serde::Deserialize;
+
+    use super::{KindDoc, NAMESPACED, ResourceDoc, or_default};
+
+    #[derive(Debug, Default, Deserialize)]
+    pub(super) struct Versions {
+        #[serde(default, deserialize_with = "or_default")]
+        pub(super) versions: Vec<String>,
+    }
+
+    #[derive(Debug, Default, Deserialize)]
+    pub(super) struct GroupList {
+        #[serde(default, deserialize_with = "or_default")]
+        pub(super) groups: Vec<Group>,
+    }
+
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct Group {
+        #[serde(default, deserialize_with = "or_default")]
+        name: String,
+        #[serde(default, deserialize_with = "or_default")]
+        versions: Vec<Version>,
+        #[serde(default)]
+        preferred_version: Option<Version>,
+    }
+
+    #[derive(Debug, Default, Clone, Deserialize)]
+    pub(super) struct Version {
+        #[serde(default, deserialize_with = "or_default")]
+        version: String,
+    }
+
+    impl Group {
+        /// The group's name and its `(group, version)` pairs, the preferred version first:
+        /// client-go takes a resource from the preferred version if it has it, else from the
+        /// first listed version that does, which "first listed wins" does on this order.
+        pub(super) fn ordered(self) -> (String, Vec<(String, String)>) {
+            let preferred = self.preferred_version.map(|v| v.version);
+            let mut versions: Vec<String> = self.versions.into_iter().map(|v| v.version).collect();
+            if let Some(p) = preferred
+                && let Some(i) = versions.iter().position(|v| *v == p)
+            {
+                let v = versions.remove(i);
+                versions.insert(0, v);
+            }
+            let pairs = versions.into_iter().map(|v| (self.name.clone(), v)).collect();
+            (self.name, pairs)
+        }
+    }
+
+    #[derive(Debug, Default, Deserialize)]
+    pub(super) struct ResourceList {
+        #[serde(default, deserialize_with = "or_default")]
+        pub(super) resources: Vec<Resource>,
+    }
+
+    #[derive(Debug, Default, Deserialize)]
+    pub(super) struct Resource {
+        #[serde(default, deserialize_with = "or_default")]
+        name: String,
+        #[serde(default)]
+        namespaced: bool,
+        #[serde(default, deserialize_with = "or_default")]
+        kind: String,
+        #[serde(default, deserialize_with = "or_default")]
+        verbs: Vec<String>,
+    }
+
+    impl Resource {
+        pub(super) fn aggregated(self) -> ResourceDoc {
+            ResourceDoc {
+                resource: self.name,
+                response_kind: Some(KindDoc {
+                    kind: self.kind,
+                    ..KindDoc::default()
+                }),
+                scope: if self.namespaced {
+                    NAMESPACED.to_owned()
+                } else {
+                    String::new()
+                },
+                verbs: self.verbs,
+            }
+        }
     }
 }
 

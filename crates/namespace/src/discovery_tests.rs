@@ -125,3 +125,68 @@ fn the_dynamic_addressing_of_core_and_grouped_kinds() {
     };
     assert_eq!(apps.api_resource().api_version, "apps/v1");
 }
+
+#[test]
+fn legacy_documents_choose_the_preferred_version_wherever_it_is_listed() {
+    let group: legacy::Group = serde_json::from_value(json!({
+        "name": "example.com",
+        "versions": [{"groupVersion": "example.com/v2", "version": "v2"}, {"groupVersion": "example.com/v1", "version": "v1"}],
+        "preferredVersion": {"groupVersion": "example.com/v1", "version": "v1"},
+    }))
+    .unwrap();
+    let (name, versions) = group.ordered();
+    assert_eq!(name, "example.com");
+    assert_eq!(
+        versions.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>(),
+        ["v1", "v2"]
+    );
+    let resources = |names: &[(&str, bool)]| -> Vec<ResourceDoc> {
+        names
+            .iter()
+            .map(|(n, namespaced)| {
+                serde_json::from_value::<legacy::Resource>(json!({
+                    "name": n, "namespaced": namespaced, "kind": "K", "verbs": ["delete"],
+                }))
+                .unwrap()
+                .aggregated()
+            })
+            .collect()
+    };
+    let doc = GroupList {
+        items: vec![GroupDoc {
+            metadata: GroupMeta { name },
+            versions: vec![
+                VersionDoc {
+                    version: "v1".into(),
+                    resources: resources(&[("widgets", true), ("nodes", false)]),
+                    ..VersionDoc::default()
+                },
+                VersionDoc {
+                    version: "v2".into(),
+                    resources: resources(&[("widgets", true), ("gadgets", true)]),
+                    ..VersionDoc::default()
+                },
+                VersionDoc {
+                    version: "v3".into(),
+                    failed: Some("the server is currently unable to handle the request".into()),
+                    ..VersionDoc::default()
+                },
+            ],
+        }],
+    };
+    let found = preferred_namespaced(&[doc]);
+    assert_eq!(
+        names(&found),
+        [
+            "example.com/v2, Resource=gadgets",
+            "example.com/v1, Resource=widgets"
+        ]
+    );
+    assert_eq!(
+        found.failure().as_deref(),
+        Some(
+            "unable to retrieve the complete list of server APIs: example.com/v3: \
+             the server is currently unable to handle the request"
+        )
+    );
+}

@@ -33,7 +33,7 @@ pub use controller::{
 };
 pub use deleter::{Deletion, FINALIZER, delete, finalized};
 pub use discovery::{
-    ACCEPT_AGGREGATED, DISCOVERY_ATTEMPTS, Discovered, DiscoveryError, GroupList, NamespacedResource,
-    discover, preferred_namespaced,
+    ACCEPT_AGGREGATED, DISCOVERY_ATTEMPTS, DISCOVERY_TIMEOUT, Discovered, DiscoveryError, Format, GroupList,
+    NamespacedResource, discover, discover_as, preferred_namespaced,
 };
 pub use error::DeleteError;
