@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::*;
+use super::{documents::ResourceDoc, *};
 
 fn list(items: serde_json::Value) -> GroupList {
     serde_json::from_value(json!({"kind": "APIGroupDiscoveryList", "items": items})).unwrap()
