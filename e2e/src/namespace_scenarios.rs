@@ -32,7 +32,7 @@ use crate::{
 /// a second), a failing one within a minute (the queue's backoff cap).
 const WAIT: Duration = Duration::from_secs(120);
 /// The test's own finalizer, which holds an object until the scenario lets it go.
-const HOLD: &str = "kcm-rs.test/hold";
+pub(crate) const HOLD: &str = "kcm-rs.test/hold";
 /// The aggregated API whose backend never exists.
 const BROKEN_API: &str = "v1.nsc.kcm-rs.test";
 
@@ -83,7 +83,7 @@ async fn run_one(cluster: &Cluster, scenario: Scenario, actor: &str) -> Result<O
         .map_err(|p| panic_message(&*p))
 }
 
-async fn delete_namespace(ns: &TestNamespace) {
+pub(crate) async fn delete_namespace(ns: &TestNamespace) {
     Api::<Namespace>::all(ns.cluster.client.clone())
         .delete(&ns.name, &DeleteParams::default())
         .await
@@ -149,7 +149,7 @@ async fn configmaps_left(ns: &TestNamespace) -> String {
     names.join(",")
 }
 
-async fn configmap(ns: &TestNamespace, name: &str, finalizers: &[&str]) {
+pub(crate) async fn configmap(ns: &TestNamespace, name: &str, finalizers: &[&str]) {
     let cm: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": name, "finalizers": finalizers},
     }))
@@ -160,7 +160,7 @@ async fn configmap(ns: &TestNamespace, name: &str, finalizers: &[&str]) {
         .expect("create configmap");
 }
 
-async fn release<K>(api: &Api<K>, name: &str)
+pub(crate) async fn release<K>(api: &Api<K>, name: &str)
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {

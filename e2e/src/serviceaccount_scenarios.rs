@@ -6,13 +6,14 @@
 use std::time::Duration;
 
 use futures::FutureExt as _;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use kube::api::{DeleteParams, PostParams};
 use serde_json::json;
 
 use crate::{
     TestNamespace,
     differential::{Outcome, Scenario},
+    namespace_scenarios::{HOLD, configmap, delete_namespace, release},
     wait_for,
 };
 
@@ -20,7 +21,6 @@ use crate::{
 const WAIT: Duration = Duration::from_secs(60);
 /// How long a terminating namespace is watched for an account that must not be made.
 const KEPT_FOR: Duration = Duration::from_secs(5);
-const HOLD: &str = "kcm-rs.test/hold";
 
 pub fn scenarios() -> Vec<Scenario> {
     vec![
@@ -94,16 +94,8 @@ async fn others_kept(ns: TestNamespace) -> Outcome {
 /// A namespace held in Terminating by a ConfigMap's finalizer: its accounts are deleted with the
 /// rest and none is made again.
 async fn terminating(ns: TestNamespace) -> Outcome {
-    let cm: ConfigMap =
-        serde_json::from_value(json!({"metadata": {"name": "held", "finalizers": [HOLD]}})).unwrap();
-    ns.api::<ConfigMap>()
-        .create(&PostParams::default(), &cm)
-        .await
-        .expect("create configmap");
-    kube::Api::<Namespace>::all(ns.cluster.client.clone())
-        .delete(&ns.name, &DeleteParams::default())
-        .await
-        .expect("delete the namespace");
+    configmap(&ns, "held", &[HOLD]).await;
+    delete_namespace(&ns).await;
     wait_for("the accounts deleted with the namespace", WAIT, || async {
         match names(&ns).await.as_str() {
             "" => Ok(()),
@@ -113,13 +105,6 @@ async fn terminating(ns: TestNamespace) -> Outcome {
     .await;
     tokio::time::sleep(KEPT_FOR).await;
     let out = Outcome::from([("accounts while terminating".into(), names(&ns).await)]);
-    ns.api::<ConfigMap>()
-        .patch(
-            "held",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-        )
-        .await
-        .expect("release the configmap");
+    release(&ns.api::<ConfigMap>(), "held").await;
     out
 }

@@ -6,7 +6,10 @@
 use std::collections::BTreeMap;
 
 use controller::ControlError;
-use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
+use k8s_openapi::{
+    api::core::v1::Pod,
+    jiff::{SignedDuration, Timestamp},
+};
 use kube::{
     Api, Client, Resource as _,
     api::{DeleteParams, DynamicObject, ListParams, ObjectMeta},
@@ -147,10 +150,7 @@ pub fn grace_estimate(pods: &[Pod]) -> i64 {
 
 /// The estimate, or 0 once that long has passed since the namespace was deleted.
 pub fn within_grace(estimate: i64, deleted_at: Timestamp, now: Timestamp) -> i64 {
-    let since = now.as_second() - deleted_at.as_second();
-    let since_nanos = i128::from(since) * 1_000_000_000
-        + i128::from(now.subsec_nanosecond() - deleted_at.subsec_nanosecond());
-    if since_nanos >= i128::from(estimate) * 1_000_000_000 {
+    if deleted_at.duration_until(now) >= SignedDuration::from_secs(estimate) {
         0
     } else {
         estimate

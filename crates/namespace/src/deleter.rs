@@ -97,17 +97,14 @@ async fn delete_all_content(
             Vec::new()
         }
     };
-    let deletable: Vec<&NamespacedResource> = resources.iter().filter(|r| r.supports("delete")).collect();
+    // Pods first (a stable sort keeps the rest in discovery's order).
+    let mut deletable: Vec<&NamespacedResource> = resources.iter().filter(|r| r.supports("delete")).collect();
+    deletable.sort_by_key(|r| !r.is_pods());
     let mut estimate = 0;
-    let (pods, rest): (Vec<_>, Vec<_>) = deletable.into_iter().partition(|r| r.is_pods());
-    for (first, r) in pods
-        .iter()
-        .map(|r| (true, r))
-        .chain(rest.iter().map(|r| (false, r)))
-    {
+    for r in deletable {
         let out = empty(client, r, &name, deleted_at, clock.now()).await;
         if let Some(e) = out.error {
-            errors.push(if first {
+            errors.push(if r.is_pods() {
                 format!("failed to delete pods for namespace: {name}, err: {e}")
             } else {
                 e.clone()
@@ -123,7 +120,7 @@ async fn delete_all_content(
         );
         // Nothing else is deleted while pods remain (OrderedNamespaceDeletion, GA and locked on
         // in 1.34); the conditions are then written without the totals, as upstream's are.
-        if first && out.remaining.count > 0 {
+        if r.is_pods() && out.remaining.count > 0 {
             write_conditions(api, ns, &findings, false, clock).await;
             return (estimate, errors);
         }

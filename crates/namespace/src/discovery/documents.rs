@@ -124,10 +124,10 @@ pub(super) mod legacy {
     }
 
     impl Group {
-        /// The group's name and its `(group, version)` pairs, the preferred version first:
+        /// The group's name and its versions, the preferred one first:
         /// client-go takes a resource from the preferred version if it has it, else from the
         /// first listed version that does, which "first listed wins" does on this order.
-        pub(in crate::discovery) fn ordered(self) -> (String, Vec<(String, String)>) {
+        pub(in crate::discovery) fn ordered(self) -> (String, Vec<String>) {
             let preferred = self.preferred_version.map(|v| v.version);
             let mut versions: Vec<String> = self.versions.into_iter().map(|v| v.version).collect();
             if let Some(p) = preferred
@@ -136,8 +136,7 @@ pub(super) mod legacy {
                 let v = versions.remove(i);
                 versions.insert(0, v);
             }
-            let pairs = versions.into_iter().map(|v| (self.name.clone(), v)).collect();
-            (self.name, pairs)
+            (self.name, versions)
         }
     }
 

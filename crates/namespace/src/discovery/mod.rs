@@ -20,7 +20,7 @@ use kube::{Client, core::ApiResource};
 mod documents;
 
 pub use documents::GroupList;
-use documents::{GroupDoc, GroupMeta, Kinded, NAMESPACED, STALE, VersionDoc, legacy};
+use documents::{GroupDoc, GroupMeta, Kinded, NAMESPACED, ResourceDoc, STALE, VersionDoc, legacy};
 
 /// The aggregated discovery document's media type (client-go `discovery.AcceptV2`).
 pub const ACCEPT_AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -107,7 +107,12 @@ impl Discovered {
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoveryError {
     #[error("{message}")]
-    Request { path: String, message: String },
+    Request {
+        path: String,
+        /// The answer's status code, if there was an answer.
+        code: Option<u16>,
+        message: String,
+    },
     #[error("Get {path}: the request timed out after {DISCOVERY_TIMEOUT:?}")]
     TimedOut { path: String },
     #[error("{path}: the API server answered discovery with kind {kind:?}")]
@@ -162,9 +167,10 @@ async fn discover_once(client: &Client, format: Format) -> Result<Discovered, Di
 async fn fetch(client: &Client, path: &'static str, format: Format) -> Result<GroupList, DiscoveryError> {
     let text = match get(client, path, format.accept()).await {
         // An API server without the core group (client-go tolerates it: an empty list).
-        Err((Some(404), _)) if path == "/api" => return Ok(GroupList::empty()),
-        Err((_, e)) => return Err(e),
-        Ok(text) => text,
+        Err(DiscoveryError::Request { code: Some(404), .. }) if path == "/api" => {
+            return Ok(GroupList::empty());
+        }
+        other => other?,
     };
     let decode = |source| DiscoveryError::Decode {
         path: path.to_owned(),
@@ -175,8 +181,7 @@ async fn fetch(client: &Client, path: &'static str, format: Format) -> Result<Gr
         "APIGroupDiscoveryList" => serde_json::from_str(&text).map_err(decode),
         "APIVersions" => {
             let core: legacy::Versions = serde_json::from_str(&text).map_err(decode)?;
-            let versions = core.versions.into_iter().map(|v| (String::new(), v)).collect();
-            Ok(legacy_groups(client, vec![(String::new(), versions)]).await)
+            Ok(legacy_groups(client, vec![(String::new(), core.versions)]).await)
         }
         "APIGroupList" => {
             let list: legacy::GroupList = serde_json::from_str(&text).map_err(decode)?;
@@ -190,90 +195,78 @@ async fn fetch(client: &Client, path: &'static str, format: Format) -> Result<Gr
     }
 }
 
-/// The legacy documents of each group's versions (group name, then `(group, version)` pairs, the
-/// preferred version first), fetched at once; a version whose request failed is reported.
-async fn legacy_groups(client: &Client, groups: Vec<(String, Vec<(String, String)>)>) -> GroupList {
-    let mut items = Vec::new();
-    for (name, versions) in groups {
-        let fetched = join_all(versions.iter().map(|(group, version)| async move {
-            let path = if group.is_empty() {
-                format!("/api/{version}")
-            } else {
-                format!("/apis/{group}/{version}")
-            };
-            let text = get(client, &path, "application/json")
-                .await
-                .map_err(|(_, e)| e.to_string())?;
-            serde_json::from_str::<legacy::ResourceList>(&text).map_err(|e| format!("{path}: {e}"))
+/// The legacy documents of each group's versions (the group's name, its versions with the preferred
+/// one first), every group version fetched at once; a version whose request failed is reported.
+async fn legacy_groups(client: &Client, groups: Vec<(String, Vec<String>)>) -> GroupList {
+    let items = groups.into_iter().map(|(name, versions)| async move {
+        let versions = join_all(versions.into_iter().map(|version| {
+            let name = &name;
+            async move {
+                match legacy_resources(client, name, &version).await {
+                    Ok(resources) => VersionDoc {
+                        version,
+                        resources,
+                        ..VersionDoc::default()
+                    },
+                    Err(e) => VersionDoc {
+                        version,
+                        failed: Some(e),
+                        ..VersionDoc::default()
+                    },
+                }
+            }
         }))
         .await;
-        let versions = versions
-            .into_iter()
-            .zip(fetched)
-            .map(|((_, version), answer)| match answer {
-                Ok(list) => VersionDoc {
-                    version,
-                    resources: list
-                        .resources
-                        .into_iter()
-                        .map(legacy::Resource::aggregated)
-                        .collect(),
-                    freshness: None,
-                    failed: None,
-                },
-                Err(e) => VersionDoc {
-                    version,
-                    failed: Some(e),
-                    ..VersionDoc::default()
-                },
-            })
-            .collect();
-        items.push(GroupDoc {
+        GroupDoc {
             metadata: GroupMeta { name },
             versions,
-        });
+        }
+    });
+    GroupList {
+        items: join_all(items).await,
     }
-    GroupList { items }
 }
 
-/// One discovery request's text, or its status code (if it had one) and the error.
-async fn get(client: &Client, path: &str, accept: &str) -> Result<String, (Option<u16>, DiscoveryError)> {
+/// One group version's `APIResourceList`, in the aggregated shape.
+async fn legacy_resources(client: &Client, group: &str, version: &str) -> Result<Vec<ResourceDoc>, String> {
+    let path = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    };
+    let text = get(client, &path, "application/json")
+        .await
+        .map_err(|e| e.to_string())?;
+    let list: legacy::ResourceList = serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
+    Ok(list
+        .resources
+        .into_iter()
+        .map(legacy::Resource::aggregated)
+        .collect())
+}
+
+/// One discovery request's text.
+async fn get(client: &Client, path: &str, accept: &str) -> Result<String, DiscoveryError> {
     let request = http::Request::get(path)
         .header(ACCEPT, accept)
         .body(Vec::new())
-        .map_err(|e| {
-            let message = e.to_string();
-            (
-                None,
-                DiscoveryError::Request {
-                    path: path.to_owned(),
-                    message,
-                },
-            )
+        .map_err(|e| DiscoveryError::Request {
+            path: path.to_owned(),
+            code: None,
+            message: e.to_string(),
         })?;
     let answer = tokio::time::timeout(DISCOVERY_TIMEOUT, client.request_text(request))
         .await
-        .map_err(|_| {
-            (
-                None,
-                DiscoveryError::TimedOut {
-                    path: path.to_owned(),
-                },
-            )
+        .map_err(|_| DiscoveryError::TimedOut {
+            path: path.to_owned(),
         })?;
-    answer.map_err(|e| {
-        let code = match &e {
+    answer.map_err(|e| DiscoveryError::Request {
+        path: path.to_owned(),
+        code: match &e {
             kube::Error::Api(s) => Some(s.code),
             _ => None,
-        };
-        let message = controller::ControlError::api("discover", path, e).to_string();
-        (
-            code,
-            DiscoveryError::Request {
-                path: path.to_owned(),
-                message,
-            },
-        )
+        },
+        message: controller::ControlError::api("discover", path, e).to_string(),
     })
 }
 

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{documents::ResourceDoc, *};
+use super::*;
 
 fn list(items: serde_json::Value) -> GroupList {
     serde_json::from_value(json!({"kind": "APIGroupDiscoveryList", "items": items})).unwrap()
@@ -136,10 +136,7 @@ fn legacy_documents_choose_the_preferred_version_wherever_it_is_listed() {
     .unwrap();
     let (name, versions) = group.ordered();
     assert_eq!(name, "example.com");
-    assert_eq!(
-        versions.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>(),
-        ["v1", "v2"]
-    );
+    assert_eq!(versions, ["v1", "v2"]);
     let resources = |names: &[(&str, bool)]| -> Vec<ResourceDoc> {
         names
             .iter()
