@@ -340,7 +340,7 @@ async fn aggregated_api_down(ns: TestNamespace) -> Outcome {
         .expect("create the APIService");
     wait_for("the broken API stale in discovery", WAIT, || async {
         let request = http::Request::get("/apis")
-            .header(http::header::ACCEPT, namespace::ACCEPT_AGGREGATED)
+            .header(http::header::ACCEPT, controller::discovery::ACCEPT_AGGREGATED)
             .body(Vec::new())
             .unwrap();
         let text = client.request_text(request).await.map_err(|e| e.to_string())?;

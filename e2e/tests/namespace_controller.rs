@@ -39,10 +39,11 @@ async fn disruptive_namespace_controller_matches_upstream() {
 #[tokio::test]
 async fn legacy_and_aggregated_discovery_find_the_same_kinds() {
     let cluster = Cluster::connect().await;
-    let aggregated = namespace::discover_as(&cluster.client, namespace::Format::Preferred)
-        .await
-        .expect("aggregated discovery");
-    let legacy = namespace::discover_as(&cluster.client, namespace::Format::Legacy)
+    let aggregated =
+        controller::discovery::discover_as(&cluster.client, controller::discovery::Format::Preferred)
+            .await
+            .expect("aggregated discovery");
+    let legacy = controller::discovery::discover_as(&cluster.client, controller::discovery::Format::Legacy)
         .await
         .expect("legacy discovery");
     assert!(aggregated.resources.iter().any(|r| r.is_pods()), "{aggregated:?}");

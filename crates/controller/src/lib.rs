@@ -13,7 +13,9 @@
 //! - writing: [`execute_claims`] with [`recheck_owner`], pod control with events ([`KubePodControl`],
 //!   `events`: client-go's recorder and correlator), API writes that decode only the name and
 //!   resourceVersion of the answer (`writes`), reading one's own writes ([`ConsistencyStore`]);
-//! - comparing, for shadow mode: `shadow` (what upstream did against what kcm-rs planned).
+//! - comparing, for shadow mode: `shadow` (what upstream did against what kcm-rs planned);
+//! - discovering what the API server serves, as client-go does (`discovery`): the namespace
+//!   controller and the garbage collector act on every kind, not on a few known ones.
 //!
 //! The pod as the controllers cache it is `compact_pod`: a typed projection decoded from the watch's
 //! JSON or protobuf.
@@ -24,6 +26,7 @@ mod clock;
 pub mod compact_pod;
 mod consistency;
 mod context;
+pub mod discovery;
 mod errors;
 pub mod events;
 mod expectations;

@@ -16,7 +16,7 @@ use kube::{
     core::Request,
 };
 
-use crate::discovery::NamespacedResource;
+use controller::discovery::DiscoveredResource;
 
 /// The wait assumed for content held by finalizers (upstream `finalizerEstimateSeconds`).
 pub const FINALIZER_ESTIMATE_SECONDS: i64 = 15;
@@ -61,7 +61,7 @@ impl Outcome {
 /// Deletes every `resource` in `namespace`, deleted at `deleted_at`.
 pub async fn empty(
     client: &Client,
-    resource: &NamespacedResource,
+    resource: &DiscoveredResource,
     namespace: &str,
     deleted_at: Timestamp,
     now: Timestamp,
@@ -104,7 +104,7 @@ pub async fn empty(
 pub fn left_over(
     items: &[ObjectMeta],
     estimate: i64,
-    resource: &NamespacedResource,
+    resource: &DiscoveredResource,
     namespace: &str,
 ) -> Outcome {
     if items.is_empty() {
@@ -159,7 +159,7 @@ pub fn within_grace(estimate: i64, deleted_at: Timestamp, now: Timestamp) -> i64
 
 /// The whole collection at once, in the background (the garbage collector must not orphan
 /// anything the namespace's deletion takes): `Ok(false)` where the kind has no collection delete.
-async fn delete_collection(client: &Client, r: &NamespacedResource, namespace: &str) -> Result<bool, String> {
+async fn delete_collection(client: &Client, r: &DiscoveredResource, namespace: &str) -> Result<bool, String> {
     if !r.supports("deletecollection") {
         return Ok(false);
     }
@@ -177,7 +177,7 @@ async fn delete_collection(client: &Client, r: &NamespacedResource, namespace: &
 /// Lists and deletes each item, for a kind without a collection delete.
 async fn delete_each(
     api: &Api<DynamicObject>,
-    r: &NamespacedResource,
+    r: &DiscoveredResource,
     namespace: &str,
 ) -> Result<(), String> {
     if !r.supports("list") {
@@ -220,7 +220,7 @@ fn unsupported(e: &kube::Error) -> bool {
 
 /// An API error as upstream words it (the Status message); any other error with the request it
 /// ended, as Go's URL errors carry it.
-fn text(verb: &'static str, r: &NamespacedResource, namespace: &str, e: kube::Error) -> String {
+fn text(verb: &'static str, r: &DiscoveredResource, namespace: &str, e: kube::Error) -> String {
     match e {
         e @ kube::Error::Api(_) => ControlError::api(verb, namespace, e).to_string(),
         e => format!("{verb} {} in namespace {namespace}: {e}", r.resource),

@@ -5,13 +5,14 @@ use serde_json::json;
 
 use super::*;
 
-fn widgets() -> NamespacedResource {
-    NamespacedResource {
+fn widgets() -> DiscoveredResource {
+    DiscoveredResource {
         group: "example.com".into(),
         version: "v1".into(),
         resource: "widgets".into(),
         kind: "Widget".into(),
         verbs: vec!["delete".into(), "list".into()],
+        namespaced: true,
     }
 }
 

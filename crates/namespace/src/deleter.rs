@@ -9,19 +9,17 @@
 //! 4. anything left to wait for, or any failure, ends the pass; otherwise remove the `kubernetes`
 //!    finalizer, after which the API server deletes the namespace.
 
-use controller::{Clock, ControlError};
+use controller::{
+    Clock, ControlError,
+    discovery::{DiscoveredResource, discover},
+};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api, Client,
     api::{PostParams, ResourceExt as _},
 };
 
-use crate::{
-    conditions::Findings,
-    content::empty,
-    discovery::{NamespacedResource, discover},
-    error::DeleteError,
-};
+use crate::{conditions::Findings, content::empty, error::DeleteError};
 
 /// The namespace finalizer this controller owns (upstream `v1.FinalizerKubernetes`).
 pub const FINALIZER: &str = "kubernetes";
@@ -89,7 +87,7 @@ async fn delete_all_content(
                 findings.discovery_partial(found.failed.len(), &failure);
                 errors.push(failure);
             }
-            found.resources
+            found.namespaced().resources
         }
         Err(e) => {
             findings.discovery_failed(&e.to_string());
@@ -98,7 +96,7 @@ async fn delete_all_content(
         }
     };
     // Pods first (a stable sort keeps the rest in discovery's order).
-    let mut deletable: Vec<&NamespacedResource> = resources.iter().filter(|r| r.supports("delete")).collect();
+    let mut deletable: Vec<&DiscoveredResource> = resources.iter().filter(|r| r.supports("delete")).collect();
     deletable.sort_by_key(|r| !r.is_pods());
     let mut estimate = 0;
     for r in deletable {

@@ -7,8 +7,8 @@
 //! slim planes), where deleted namespaces otherwise stay `Terminating` for ever.
 //!
 //! Start here: [`delete`] (`deleter.rs`) is one pass over a namespace, step by step. The decisions
-//! in it are pure functions: which kinds to empty ([`preferred_namespaced`], from the API server's
-//! aggregated discovery), what leftovers mean and how long to give them ([`left_over`],
+//! in it are pure functions: which kinds to empty (the namespaced ones of
+//! `controller::discovery`, as client-go discovers them), what leftovers mean and how long to give them ([`left_over`],
 //! [`grace_estimate`]), the five conditions the namespace carries ([`Findings`]) and the finalize
 //! request ([`finalized`]). Unlike the workload controllers', a pass is not one plan and its
 //! writes: each kind's deletion is a request whose answer decides the next, so the pass reads and
@@ -22,7 +22,6 @@ mod conditions;
 mod content;
 mod controller;
 mod deleter;
-mod discovery;
 mod error;
 
 pub use conditions::{CONDITION_TYPES, Findings};
@@ -32,8 +31,4 @@ pub use controller::{
     QUEUE_NAME, ROLE, requeue_after,
 };
 pub use deleter::{Deletion, FINALIZER, delete, finalized};
-pub use discovery::{
-    ACCEPT_AGGREGATED, DISCOVERY_ATTEMPTS, DISCOVERY_TIMEOUT, Discovered, DiscoveryError, Format, GroupList,
-    NamespacedResource, discover, discover_as, preferred_namespaced,
-};
 pub use error::DeleteError;

@@ -1,4 +1,4 @@
-//! The discovery documents, only what a namespace's deletion reads: the aggregated list
+//! The discovery documents, only the fields kcm-rs reads: the aggregated list
 //! (`apidiscovery.k8s.io` v2 and v2beta1, the same fields) and the legacy documents, which
 //! [`legacy`] turns into the aggregated shape. Every field may be missing or `null`: Go writes an
 //! empty slice as `null`, and the API server does for the verbs of a parent it made up.
@@ -87,7 +87,7 @@ pub(super) struct Kinded {
     pub(super) kind: String,
 }
 
-/// The legacy documents (`APIVersions`, `APIGroupList`, `APIResourceList`), only what the deletion
+/// The legacy documents (`APIVersions`, `APIGroupList`, `APIResourceList`), only the fields kcm-rs
 /// reads, each turned into the aggregated shape.
 pub(super) mod legacy {
     use serde::Deserialize;

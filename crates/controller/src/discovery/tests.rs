@@ -4,6 +4,10 @@ use serde_json::json;
 
 use super::*;
 
+fn preferred_namespaced(lists: &[GroupList]) -> Discovered {
+    preferred(lists).namespaced()
+}
+
 fn list(items: serde_json::Value) -> GroupList {
     serde_json::from_value(json!({"kind": "APIGroupDiscoveryList", "items": items})).unwrap()
 }
@@ -111,15 +115,16 @@ fn a_resource_without_its_kind_is_skipped() {
 
 #[test]
 fn the_dynamic_addressing_of_core_and_grouped_kinds() {
-    let core = NamespacedResource {
+    let core = DiscoveredResource {
         group: String::new(),
         version: "v1".into(),
         resource: "configmaps".into(),
         kind: "ConfigMap".into(),
         verbs: vec![],
+        namespaced: true,
     };
     assert_eq!(core.api_resource().api_version, "v1");
-    let apps = NamespacedResource {
+    let apps = DiscoveredResource {
         group: "apps".into(),
         ..core
     };
@@ -186,4 +191,38 @@ fn legacy_documents_choose_the_preferred_version_wherever_it_is_listed() {
              the server is currently unable to handle the request"
         )
     );
+}
+
+#[test]
+fn every_scope_in_its_preferred_version_and_every_served_version_mapped() {
+    let groups = list(json!([{"metadata": {"name": "example.com"}, "versions": [
+        {"version": "v2", "resources": [resource("widgets", "Namespaced", &["delete"])]},
+        {"version": "v1", "resources": [
+            resource("widgets", "Namespaced", &["delete"]),
+            resource("clusterwidgets", "Cluster", &["delete", "list", "watch"]),
+        ]},
+        {"version": "v0", "freshness": "Stale"},
+    ]}]));
+    let found = preferred(&[groups]);
+    let scoped: Vec<(String, bool)> = found
+        .resources
+        .iter()
+        .map(|r| (r.to_string(), r.namespaced))
+        .collect();
+    assert_eq!(
+        scoped,
+        [
+            ("example.com/v1, Resource=clusterwidgets".to_owned(), false),
+            ("example.com/v2, Resource=widgets".to_owned(), true),
+        ]
+    );
+    // The kind `K` of both versions maps, to the first resource listed with it in each.
+    let widgets = Mapping {
+        resource: "widgets".into(),
+        namespaced: true,
+    };
+    assert_eq!(found.mapping("example.com/v2", "K"), Some(&widgets));
+    assert_eq!(found.mapping("example.com/v1", "K"), Some(&widgets));
+    assert_eq!(found.mapping("example.com/v0", "K"), None);
+    assert_eq!(found.clone().namespaced().resources.len(), 1);
 }

@@ -1,6 +1,7 @@
-//! Which kinds a namespace's deletion must empty: every namespaced resource the API server serves,
-//! each in its group's preferred version, as client-go's `ServerPreferredNamespacedResources` finds
-//! them for upstream's controller.
+//! Which kinds the API server serves: every resource in its group's preferred version, as
+//! client-go's `ServerPreferredResources` finds them (the namespace controller keeps the namespaced
+//! ones, the garbage collector those it can list, watch and delete), and every kind in every version
+//! served, as a REST mapper built from discovery resolves an ownerReference's `apiVersion` and `kind`.
 //!
 //! The API server is asked as client-go asks it: for the aggregated form (`apidiscovery.k8s.io` v2,
 //! else v2beta1: two requests, `/api` and `/apis`), else the legacy one (the group list, then one
@@ -37,18 +38,27 @@ pub const DISCOVERY_ATTEMPTS: usize = 2;
 /// its configuration has none: `defaultTimeout`).
 pub const DISCOVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(32);
 
-/// One namespaced kind, in the version its group prefers.
+/// One kind, in the version its group prefers.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NamespacedResource {
+pub struct DiscoveredResource {
     pub group: String,
     pub version: String,
     /// The plural resource name, `configmaps`.
     pub resource: String,
     pub kind: String,
     pub verbs: Vec<String>,
+    pub namespaced: bool,
 }
 
-impl NamespacedResource {
+/// Where one kind in one served version lives: what a REST mapping gives for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    /// The plural resource name.
+    pub resource: String,
+    pub namespaced: bool,
+}
+
+impl DiscoveredResource {
     pub fn supports(&self, verb: &str) -> bool {
         self.verbs.iter().any(|v| v == verb)
     }
@@ -72,7 +82,7 @@ impl NamespacedResource {
 
 /// As apimachinery prints a `GroupVersionResource` (`apps/v1, Resource=deployments`, `/v1,
 /// Resource=pods`), which the namespace's conditions quote.
-impl std::fmt::Display for NamespacedResource {
+impl std::fmt::Display for DiscoveredResource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}, Resource={}", self.group, self.version, self.resource)
     }
@@ -82,12 +92,26 @@ impl std::fmt::Display for NamespacedResource {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Discovered {
     /// Sorted by group and resource.
-    pub resources: Vec<NamespacedResource>,
+    pub resources: Vec<DiscoveredResource>,
+    /// Every kind of every group version served, by `apiVersion` and `kind`.
+    pub kinds: BTreeMap<(String, String), Mapping>,
     /// Group versions left out (`group/version`, or `v1`), with why.
     pub failed: BTreeMap<String, String>,
 }
 
 impl Discovered {
+    /// The namespaced resources alone (client-go's `ServerPreferredNamespacedResources`).
+    #[must_use]
+    pub fn namespaced(mut self) -> Self {
+        self.resources.retain(|r| r.namespaced);
+        self
+    }
+
+    /// The REST mapping of an ownerReference's `apiVersion` and `kind`, if that version serves it.
+    pub fn mapping(&self, api_version: &str, kind: &str) -> Option<&Mapping> {
+        self.kinds.get(&(api_version.to_owned(), kind.to_owned()))
+    }
+
     /// client-go's `ErrGroupDiscoveryFailed` text, if some group version was left out.
     pub fn failure(&self) -> Option<String> {
         if self.failed.is_empty() {
@@ -140,7 +164,7 @@ impl Format {
     }
 }
 
-/// Discovers the namespaced resources, again once if a group was left out (client-go's retry).
+/// Discovers the served resources, again once if a group was left out (client-go's retry).
 pub async fn discover(client: &Client) -> Result<Discovered, DiscoveryError> {
     discover_as(client, Format::Preferred).await
 }
@@ -159,7 +183,7 @@ pub async fn discover_as(client: &Client, format: Format) -> Result<Discovered, 
 
 async fn discover_once(client: &Client, format: Format) -> Result<Discovered, DiscoveryError> {
     let (legacy, groups) = futures::try_join!(fetch(client, "/api", format), fetch(client, "/apis", format))?;
-    Ok(preferred_namespaced(&[legacy, groups]))
+    Ok(preferred(&[legacy, groups]))
 }
 
 /// `/api` or `/apis`, aggregated or, from a server that answers the legacy documents, made the
@@ -266,13 +290,13 @@ async fn get(client: &Client, path: &str, accept: &str) -> Result<String, Discov
             kube::Error::Api(s) => Some(s.code),
             _ => None,
         },
-        message: controller::ControlError::api("discover", path, e).to_string(),
+        message: crate::ControlError::api("discover", path, e).to_string(),
     })
 }
 
-/// The namespaced resources of the documents, each group resource in the first version that serves
-/// it (the preferred one comes first), stale group versions left out and reported.
-pub fn preferred_namespaced(lists: &[GroupList]) -> Discovered {
+/// The resources of the documents, each group resource in the first version that serves it (the
+/// preferred one comes first), stale group versions left out and reported.
+pub fn preferred(lists: &[GroupList]) -> Discovered {
     let mut found = Discovered::default();
     let mut seen: HashSet<(String, String)> = HashSet::new();
     for group in lists.iter().flat_map(|l| &l.items) {
@@ -297,18 +321,28 @@ pub fn preferred_namespaced(lists: &[GroupList]) -> Discovered {
                 let Some(kind) = r.response_kind.as_ref().filter(|k| !k.is_empty()) else {
                     continue;
                 };
-                if r.resource.contains('/') || !seen.insert((name.clone(), r.resource.clone())) {
+                if r.resource.contains('/') {
                     continue;
                 }
-                if r.scope == NAMESPACED {
-                    found.resources.push(NamespacedResource {
-                        group: name.clone(),
-                        version: version.version.clone(),
+                let namespaced = r.scope == NAMESPACED;
+                found
+                    .kinds
+                    .entry((group_version(name, &version.version), kind.kind.clone()))
+                    .or_insert_with(|| Mapping {
                         resource: r.resource.clone(),
-                        kind: kind.kind.clone(),
-                        verbs: r.verbs.clone(),
+                        namespaced,
                     });
+                if !seen.insert((name.clone(), r.resource.clone())) {
+                    continue;
                 }
+                found.resources.push(DiscoveredResource {
+                    group: name.clone(),
+                    version: version.version.clone(),
+                    resource: r.resource.clone(),
+                    kind: kind.kind.clone(),
+                    verbs: r.verbs.clone(),
+                    namespaced,
+                });
             }
         }
     }
@@ -319,7 +353,7 @@ pub fn preferred_namespaced(lists: &[GroupList]) -> Discovered {
 }
 
 /// apimachinery's `GroupVersion.String()`: the version alone for the core group.
-fn group_version(group: &str, version: &str) -> String {
+pub fn group_version(group: &str, version: &str) -> String {
     if group.is_empty() {
         version.to_owned()
     } else {
