@@ -145,10 +145,12 @@ async fn write_events(client: Client, component: String, instance: String, mut r
         };
         let now = Timestamp::now();
         let stamp = Time(now);
+        // A cluster-scoped object's events go to `default`, as client-go's recorder files them.
         let namespace = ev
             .object
             .namespace
             .clone()
+            .filter(|ns| !ns.is_empty())
             .unwrap_or_else(|| "default".to_owned());
         if let Some(existing) = decision.existing {
             let count = existing.count + 1;

@@ -46,3 +46,35 @@ async fn an_in_memory_recorder_flushes_at_once() {
     recorder.flush().await;
     assert_eq!(recorder.recorded().len(), 1);
 }
+
+/// A cluster-scoped object's events are written to `default`, whether its reference leaves the
+/// namespace out or gives it empty (client-go's recorder treats both alike).
+#[tokio::test]
+async fn a_cluster_scoped_objects_events_go_to_default() {
+    let server = ApiServer::new();
+    let recorder = EventRecorder::new(server.client(), "garbage-collector-controller", "test");
+    for (name, namespace) in [("a", None), ("b", Some(String::new()))] {
+        let role = ObjectReference {
+            kind: Some("ClusterRole".into()),
+            namespace,
+            name: Some(name.into()),
+            ..ObjectReference::default()
+        };
+        recorder.record(
+            &role,
+            TYPE_WARNING,
+            "OwnerRefInvalidNamespace",
+            format!("about {name}"),
+        );
+    }
+    recorder.flush().await;
+    let namespaces: Vec<Option<String>> = server
+        .list::<Event>()
+        .into_iter()
+        .map(|e| e.metadata.namespace)
+        .collect();
+    assert_eq!(
+        namespaces,
+        [Some("default".to_owned()), Some("default".to_owned())]
+    );
+}
