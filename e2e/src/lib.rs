@@ -8,6 +8,7 @@ pub mod cronjob_scenarios;
 pub mod deployment_scenarios;
 pub mod deployment_soak;
 pub mod differential;
+pub mod gc_scenarios;
 pub mod job_scenarios;
 pub mod job_soak;
 pub mod json;

@@ -181,3 +181,64 @@ func TestDeletedNamespaceGoesWithTheNamespaceController(t *testing.T) {
 		return false, err
 	})
 }
+
+// A deleted Deployment takes its ReplicaSet and pods with it when kcm-rs runs its garbage
+// collector: envtest has no kube-controller-manager, so without it they would stay, owned by
+// nothing.
+func TestDeletedDeploymentGoesWithTheGarbageCollector(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	p, err := kcmrs.Start(ctx, env, kcmrs.Options{Controllers: "*,garbage-collector-controller"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+
+	c := kubernetes.NewForConfigOrDie(cfg)
+	labels := map[string]string{"app": "collected"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "collected", Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+				},
+			},
+		},
+	}
+	if _, err := c.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	selector := metav1.ListOptions{LabelSelector: "app=collected"}
+	counts := func() (int, int, error) {
+		rs, err := c.AppsV1().ReplicaSets("default").List(ctx, selector)
+		if err != nil {
+			return 0, 0, err
+		}
+		pods, err := c.CoreV1().Pods("default").List(ctx, selector)
+		if err != nil {
+			return 0, 0, err
+		}
+		return len(rs.Items), len(pods.Items), nil
+	}
+	waitFor(t, "the ReplicaSet and its 2 pods", func() (bool, error) {
+		rs, pods, err := counts()
+		return rs == 1 && pods == 2, err
+	})
+	if err := c.AppsV1().Deployments("default").Delete(ctx, "collected", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the ReplicaSet and its pods to go", func() (bool, error) {
+		rs, pods, err := counts()
+		return rs == 0 && pods == 0, err
+	})
+}

@@ -139,6 +139,9 @@ impl RateScale {
         qps: 20.0,
         burst: 100,
     };
+    /// The garbage collector's: each deletion takes two requests, so KCM doubles its metadata
+    /// client's QPS (`newGarbageCollectorController`; the burst stays).
+    pub const GARBAGE_COLLECTOR: RateScale = RateScale { qps: 2.0, burst: 1 };
 }
 
 impl ClientSource for Clients {

@@ -161,6 +161,15 @@ pub struct Args {
     #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = at_least_one, help_heading = "Controller flags")]
     pub concurrent_job_syncs: usize,
 
+    /// The number of garbage collector workers that are allowed to sync concurrently.
+    #[arg(long, default_value_t = garbagecollector::DEFAULT_WORKERS, value_parser = workers, help_heading = "Controller flags")]
+    pub concurrent_gc_syncs: usize,
+
+    /// Enables the generic garbage collector. MUST be synced with the corresponding flag of the
+    /// kube-apiserver.
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", help_heading = "Controller flags")]
+    pub enable_garbage_collector: bool,
+
     /// The number of namespace objects that are allowed to sync concurrently. Larger number = more
     /// responsive namespace termination, but more CPU (and network) load.
     #[arg(long, default_value_t = namespace::DEFAULT_WORKERS, value_parser = workers, help_heading = "Controller flags")]

@@ -38,6 +38,13 @@ pub trait Reconciler<K = ObjectKey>: Send + Sync + 'static {
     /// namespace's failures counted.
     const FORGETS_WHEN_REQUEUED: bool = true;
 
+    /// Whether a failure is expected and retried without an error in the log, only at debug (the
+    /// garbage collector's owner not seen yet, or its kind not yet in discovery). Default: none.
+    fn is_quiet(error: &Self::Error) -> bool {
+        let _ = error;
+        false
+    }
+
     /// `Ok(Some(d))` asks for the key again after `d`; `Err` retries it with the queue's backoff.
     fn sync(&self, key: &K) -> impl Future<Output = Result<Option<Duration>, Self::Error>> + Send;
 }
@@ -132,6 +139,10 @@ impl<K: QueueItem + Ord + Display, R: Reconciler<K>> Worker<K, R> {
                         if let Some(after) = requeue {
                             self.queue.add_after(key.clone(), after);
                         }
+                    }
+                    Err(e) if R::is_quiet(&e) => {
+                        tracing::debug!(controller = self.controller, key = %key, "sync to be retried: {e}");
+                        self.queue.add_rate_limited(key.clone());
                     }
                     Err(e) => {
                         tracing::error!(controller = self.controller, key = %key, "sync failed: {e}");

@@ -14,6 +14,7 @@ use controller::{
 };
 use cronjob::{CronJobController, CronJobOptions};
 use deployment::{DeploymentController, DeploymentOptions};
+use garbagecollector::GarbageCollector;
 use informer::SharedInformerFactory;
 use job::{JobController, JobOptions};
 use namespace::{NamespaceController, NamespaceOptions};
@@ -58,6 +59,9 @@ pub struct Descriptor {
     pub unimplemented_gate: fn(&FeatureGates) -> Option<&'static str>,
     /// Its `--concurrent-*-syncs`.
     pub workers: fn(&Args) -> usize,
+    /// Whether a flag of its own turns it off although enabled (`--enable-garbage-collector=false`):
+    /// KCM then skips it, as it skips a controller whose constructor returns none.
+    pub switched_off: fn(&Args) -> bool,
     /// Builds the controller from its context (the shared informers, its client: the role's, the
     /// common options) and the options that are its alone, and starts it, read-only in shadow mode:
     /// [`spawn`] for every one.
@@ -75,6 +79,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         cluster_wide: false,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_cron_job_syncs,
+        switched_off: |_| false,
         start: start_cron_job,
     },
     Descriptor {
@@ -86,7 +91,20 @@ pub const CONTROLLERS: &[Descriptor] = &[
         cluster_wide: false,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_deployment_syncs,
+        switched_off: |_| false,
         start: start_deployment,
+    },
+    Descriptor {
+        name: garbagecollector::COMPONENT,
+        alias: "garbagecollector",
+        role: garbagecollector::ROLE,
+        on_by_default: false,
+        rates: RateScale::GARBAGE_COLLECTOR,
+        cluster_wide: true,
+        unimplemented_gate: |_| None,
+        workers: |a| a.concurrent_gc_syncs,
+        switched_off: |a| !a.enable_garbage_collector,
+        start: start_garbage_collector,
     },
     Descriptor {
         name: job::COMPONENT,
@@ -99,6 +117,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         // gang-schedule Indexed Jobs' pods; running without them would schedule pods one by one.
         unimplemented_gate: |g| g.workload_with_job.then_some("WorkloadWithJob"),
         workers: |a| a.concurrent_job_syncs,
+        switched_off: |_| false,
         start: start_job,
     },
     Descriptor {
@@ -110,6 +129,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         cluster_wide: true,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_namespace_syncs,
+        switched_off: |_| false,
         start: start_namespace,
     },
     Descriptor {
@@ -121,6 +141,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         cluster_wide: false,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_replicaset_syncs,
+        switched_off: |_| false,
         start: start_replica_kind::<k8s_openapi::api::apps::v1::ReplicaSet>,
     },
     // KCM's name differs from the role, its client's and its events' component
@@ -134,6 +155,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         cluster_wide: false,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_rc_syncs,
+        switched_off: |_| false,
         start: start_replica_kind::<k8s_openapi::api::core::v1::ReplicationController>,
     },
     Descriptor {
@@ -145,6 +167,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         cluster_wide: true,
         unimplemented_gate: |_| None,
         workers: |_| serviceaccount::WORKERS,
+        switched_off: |_| false,
         start: start_service_account,
     },
     Descriptor {
@@ -156,6 +179,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         cluster_wide: false,
         unimplemented_gate: |_| None,
         workers: |a| a.concurrent_ttl_after_finished_syncs,
+        switched_off: |_| false,
         start: start_ttl_after_finished,
     },
 ];
@@ -181,6 +205,13 @@ pub struct StartContext<'a> {
 pub fn start(enabled: &[&str], cx: &StartContext<'_>) -> anyhow::Result<Vec<Started>> {
     let mut started = Vec::new();
     for d in CONTROLLERS.iter().filter(|d| enabled.contains(&d.name)) {
+        if (d.switched_off)(cx.args) {
+            tracing::info!(
+                controller = d.name,
+                "controller switched off by its flag; skipping"
+            );
+            continue;
+        }
         let client = cx
             .clients
             .client_scaled(d.role, d.rates)
@@ -289,6 +320,10 @@ fn start_namespace(cx: &StartContext<'_>, context: Context<'_>) -> Started {
         sync_period: cx.args.namespace_sync_period,
     };
     spawn::<NamespaceController>(cx, context, options)
+}
+
+fn start_garbage_collector(cx: &StartContext<'_>, context: Context<'_>) -> Started {
+    spawn::<GarbageCollector>(cx, context, ())
 }
 
 fn start_service_account(cx: &StartContext<'_>, context: Context<'_>) -> Started {

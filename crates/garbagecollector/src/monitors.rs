@@ -1,0 +1,225 @@
+//! The monitors: one metadata informer per resource the API server can list, watch and delete,
+//! started and stopped as discovery changes (upstream `GraphBuilder.syncMonitors` and
+//! `GarbageCollector.Sync`). Every event becomes a [`Change`] on one channel, which the graph task
+//! applies in the order received.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use controller::discovery::{Discovered, DiscoveredResource};
+use futures::{StreamExt as _, future::BoxFuture};
+use informer::{
+    DeletedObject, EventHandler, HandlerRegistration, ListerWatcher, ReflectorConfig, SharedInformer,
+    WatchStream, informer::Scope,
+};
+use kube::{
+    Api, Client,
+    api::{DynamicObject, ListParams, ObjectList, WatchParams},
+};
+use parking_lot::Mutex;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    graph::{Change, Observed},
+    identity::Identity,
+    operations::Metadata,
+};
+
+/// Resources never monitored (upstream `DefaultIgnoredResources`, KCM's `GCIgnoredResources`):
+/// events, by group and resource.
+pub const IGNORED: [(&str, &str); 2] = [("", "events"), ("events.k8s.io", "events")];
+
+/// A monitored resource, by group, version and resource name.
+type Gvr = (String, String, String);
+
+/// The resources discovery found that the collector monitors.
+pub fn deletable(found: &Discovered) -> BTreeMap<Gvr, DiscoveredResource> {
+    found
+        .resources
+        .iter()
+        .filter(|r| ["delete", "list", "watch"].iter().all(|v| r.supports(v)))
+        .filter(|r| !IGNORED.contains(&(r.group.as_str(), r.resource.as_str())))
+        .map(|r| {
+            (
+                (r.group.clone(), r.version.clone(), r.resource.clone()),
+                r.clone(),
+            )
+        })
+        .collect()
+}
+
+/// Lists and watches one resource's objects as `PartialObjectMetadata`: the collector reads nothing
+/// else, and the API server sends nothing else.
+struct MetadataListWatch(Api<DynamicObject>);
+
+impl ListerWatcher<Metadata> for MetadataListWatch {
+    fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, kube::Result<ObjectList<Metadata>>> {
+        Box::pin(self.0.list_metadata(params))
+    }
+
+    fn watch<'a>(
+        &'a self,
+        params: &'a WatchParams,
+        version: &'a str,
+    ) -> BoxFuture<'a, kube::Result<WatchStream<Metadata>>> {
+        Box::pin(async move { Ok(self.0.watch_metadata(params, version).await?.boxed()) })
+    }
+}
+
+/// Keeps of an object's metadata what the graph reads.
+fn slim(m: &mut Metadata) {
+    let meta = &mut m.metadata;
+    meta.managed_fields = None;
+    meta.annotations = None;
+    meta.labels = None;
+}
+
+/// Turns one resource's events into changes of the graph.
+struct Handler {
+    kind: String,
+    api_version: String,
+    tx: UnboundedSender<Change>,
+}
+
+impl Handler {
+    fn observed(&self, m: &Metadata) -> Observed {
+        let meta = &m.metadata;
+        Observed {
+            identity: Identity {
+                kind: self.kind.clone(),
+                api_version: self.api_version.clone(),
+                namespace: meta.namespace.clone().unwrap_or_default(),
+                name: meta.name.clone().unwrap_or_default(),
+                uid: meta.uid.clone().unwrap_or_default(),
+            },
+            owners: meta.owner_references.clone().unwrap_or_default(),
+            deleting: meta.deletion_timestamp.is_some(),
+            finalizers: meta.finalizers.clone().unwrap_or_default(),
+        }
+    }
+
+    fn send(&self, change: Change) {
+        // The graph task is gone only when the collector stops.
+        let _ = self.tx.send(change);
+    }
+}
+
+impl EventHandler<Metadata> for Handler {
+    fn on_add(&self, obj: &Arc<Metadata>, _: bool) {
+        self.send(Change::Added(self.observed(obj)));
+    }
+
+    fn on_update(&self, old: &Arc<Metadata>, new: &Arc<Metadata>) {
+        self.send(Change::Updated {
+            old: self.observed(old),
+            new: self.observed(new),
+        });
+    }
+
+    fn on_delete(&self, obj: &DeletedObject<Metadata>) {
+        self.send(Change::Deleted(self.observed(obj.object())));
+    }
+}
+
+struct Monitor {
+    registration: HandlerRegistration,
+    stop: CancellationToken,
+}
+
+/// The running monitors.
+pub struct Monitors {
+    client: Client,
+    tx: UnboundedSender<Change>,
+    running: Mutex<BTreeMap<Gvr, Monitor>>,
+}
+
+impl std::fmt::Debug for Monitors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Monitors")
+            .field("running", &self.running.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Monitors {
+    pub fn new(client: Client, tx: UnboundedSender<Change>) -> Self {
+        Self {
+            client,
+            tx,
+            running: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Whether every monitor has delivered its initial list.
+    pub fn has_synced(&self) -> bool {
+        self.running.lock().values().all(|m| m.registration.has_synced())
+    }
+
+    /// Monitors exactly `wanted`, keeping those of group versions discovery failed on (`failed`)
+    /// that have synced, as upstream does rather than drop a resource for one bad discovery.
+    /// Returns whether anything changed.
+    pub fn sync(
+        &self,
+        mut wanted: BTreeMap<Gvr, DiscoveredResource>,
+        failed: &BTreeSet<String>,
+        parent: &CancellationToken,
+    ) -> bool {
+        let mut running = self.running.lock();
+        let group_version = |(g, v, _): &Gvr| controller::discovery::group_version(g, v);
+        let kept: Vec<Gvr> = running
+            .iter()
+            .filter(|(k, m)| failed.contains(&group_version(k)) && m.registration.has_synced())
+            .map(|(k, _)| k.clone())
+            .collect();
+        let stale: Vec<Gvr> = running
+            .keys()
+            .filter(|k| !wanted.contains_key(*k) && !kept.contains(k))
+            .cloned()
+            .collect();
+        for k in &stale {
+            if let Some(m) = running.remove(k) {
+                m.stop.cancel();
+            }
+        }
+        wanted.retain(|k, _| !running.contains_key(k));
+        let changed = !stale.is_empty() || !wanted.is_empty();
+        if changed {
+            tracing::info!(
+                added = ?wanted.keys().collect::<Vec<_>>(),
+                removed = ?stale,
+                "syncing garbage collector with updated resources from discovery"
+            );
+        }
+        for (k, r) in wanted {
+            let stop = parent.child_token();
+            let registration = self.start(&r, &stop);
+            running.insert(k, Monitor { registration, stop });
+        }
+        changed
+    }
+
+    fn start(&self, r: &DiscoveredResource, stop: &CancellationToken) -> HandlerRegistration {
+        let api = Api::<DynamicObject>::all_with(self.client.clone(), &r.api_resource());
+        let config = ReflectorConfig {
+            transform: Some(Arc::new(slim)),
+            ..ReflectorConfig::default()
+        };
+        let name = if r.group.is_empty() {
+            r.resource.clone()
+        } else {
+            format!("{}.{}", r.resource, r.group)
+        };
+        let informer = SharedInformer::new(name, vec![Scope::new(MetadataListWatch(api), None)], config);
+        let registration = informer.add_event_handler(
+            Handler {
+                kind: r.kind.clone(),
+                api_version: r.api_resource().api_version,
+                tx: self.tx.clone(),
+            },
+            None,
+        );
+        informer.run(stop.clone());
+        registration
+    }
+}
