@@ -31,8 +31,8 @@ e2e:
 	CARGO=$(CARGO) hack/e2e.sh
 
 # The randomized soaks alone (ReplicaSet, Deployment, Job), 10 minutes each (`make e2e` runs them for
-# a minute each), then the random differential suite for 30 minutes of rounds (`make e2e` runs one
-# round), and the shard fault, layout change and sharding suites with the API server not filtering
+# a minute each), then the random differential suite and the garbage collector's random programs for
+# 30 minutes of rounds each (`make e2e` runs one round), and the shard fault, layout change and sharding suites with the API server not filtering
 # by shard (`make test` runs them filtering), on a control plane of their own:
 # KCM_RS_SHARD_GATES, KCM_RS_SOAK_SECONDS, KCM_RS_SOAK_SEED, KCM_RS_RANDOM_SECONDS and
 # KCM_RS_RANDOM_SEED (replays) pass through.
@@ -40,8 +40,8 @@ e2e:
 soak:
 	KCM_RS_SOAK_SECONDS=$${KCM_RS_SOAK_SECONDS:-600} KCM_RS_RANDOM_SECONDS=$${KCM_RS_RANDOM_SECONDS:-1800} \
 	  KCM_RS_SHARD_GATES=$${KCM_RS_SHARD_GATES:-off} \
-	  CARGO=$(CARGO) hack/e2e.sh replicaset_soak deployment_soak job_soak random_differential shard_faults layout_change \
-	    sharding
+	  CARGO=$(CARGO) hack/e2e.sh replicaset_soak deployment_soak job_soak random_differential garbage_collector \
+	    shard_faults layout_change sharding
 
 # Upstream's sig-apps e2e specs (Deployment, ReplicaSet, Job) under upstream's controllers, then under
 # kcm-rs's, on a control plane of their own; prints the comparison table and fails on a regression.

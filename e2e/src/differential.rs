@@ -270,7 +270,7 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// The facts on which two outcomes differ, one per line with both values.
-pub(crate) fn diff(want: &Outcome, got: &Outcome) -> String {
+pub fn diff(want: &Outcome, got: &Outcome) -> String {
     let keys: BTreeSet<&String> = want.keys().chain(got.keys()).collect();
     let mut out = String::new();
     for k in keys {

@@ -15,6 +15,7 @@
 
 mod custom;
 mod helpers;
+pub mod random;
 mod workloads;
 
 use futures::FutureExt as _;

@@ -1,0 +1,505 @@
+//! Seeded random programs for the garbage collector: the fixed scenarios reach only the orders their
+//! authors thought of. A seed makes a forest of ConfigMaps (owners always made before their
+//! dependents; some references blocking, some dangling, some naming an owner under another UID;
+//! some objects held by a finalizer of the test's), then steps: deletions with every propagation
+//! policy, releases of the holds, references added and removed, new objects. Each program runs under
+//! upstream's collector and then kcm-rs's, and what is left after each step, once the namespace has
+//! been quiet for [`QUIET`], must be the same.
+//!
+//! On every watch event, under both collectors, [`Guard`] checks the invariant whose breach is data
+//! loss: an object the test did not delete starts going only once none of its owners is solid
+//! (present under its UID, and not waiting for its dependents in a foreground deletion). ConfigMaps
+//! only, so that one watch orders every event by resourceVersion. A breach under kcm-rs fails the
+//! run; under upstream it is printed: upstream is the reference.
+//!
+//! `KCM_RS_RANDOM_SEED` replays a program (program `i` of a run uses seed + i);
+//! `KCM_RS_RANDOM_PROGRAMS` and `KCM_RS_RANDOM_STEPS` size the run.
+
+use std::{
+    collections::{BTreeMap, HashMap, HashSet},
+    sync::Arc,
+    time::Duration,
+};
+
+use informer::{HandlerFns, InformerOptions, SharedInformerFactory, wait_for_cache_sync};
+use k8s_openapi::{
+    api::core::v1::ConfigMap,
+    apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference},
+};
+use kube::api::{DeleteParams, PostParams, PropagationPolicy};
+use parking_lot::Mutex;
+use rand::{Rng as _, SeedableRng as _, rngs::StdRng};
+use tokio_util::sync::CancellationToken;
+
+use crate::{TestNamespace, differential::Outcome, namespace_scenarios::HOLD};
+
+/// How long the namespace must not change for a step to count as done: the collector acts within
+/// milliseconds, but an owner not yet seen is retried with backoff.
+pub const QUIET: Duration = Duration::from_secs(3);
+/// A step that never goes quiet is reported after this.
+const SETTLE_LIMIT: Duration = Duration::from_secs(45);
+const POLL: Duration = Duration::from_millis(250);
+/// The foreground-deletion finalizer, which decides whether an owner still holds its dependents.
+const FOREGROUND: &str = "foregroundDeletion";
+
+/// How an ownerReference is made.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    /// Object `i`, under its UID.
+    Object(usize),
+    /// Object `i`'s name under a UID no object has.
+    WrongUid(usize),
+    /// A name nothing has.
+    Ghost,
+}
+
+#[derive(Debug, Clone)]
+struct Reference {
+    target: Target,
+    block: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    Delete(usize, Option<PropagationPolicy>),
+    Release(usize),
+    AddOwner(usize, Reference),
+    DropOwners(usize),
+    Create(Vec<Reference>, bool),
+}
+
+/// One seed's program.
+#[derive(Debug, Clone)]
+pub struct Program {
+    pub seed: u64,
+    /// Each object's references and whether the test's finalizer holds it.
+    objects: Vec<(Vec<Reference>, bool)>,
+    steps: Vec<Step>,
+}
+
+fn reference(rng: &mut StdRng, before: usize) -> Reference {
+    let roll = rng.random_range(0..10);
+    let target = if before == 0 || roll == 0 {
+        Target::Ghost
+    } else if roll == 1 {
+        Target::WrongUid(rng.random_range(0..before))
+    } else {
+        Target::Object(rng.random_range(0..before))
+    };
+    Reference {
+        target,
+        block: rng.random_bool(0.5),
+    }
+}
+
+fn references(rng: &mut StdRng, before: usize) -> Vec<Reference> {
+    let n = rng.random_range(0..=2.min(before + 1));
+    (0..n).map(|_| reference(rng, before)).collect()
+}
+
+impl Program {
+    pub fn generate(seed: u64, steps: usize) -> Self {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let count = rng.random_range(5..=9);
+        let objects: Vec<_> = (0..count)
+            .map(|i| (references(&mut rng, i), rng.random_bool(0.2)))
+            .collect();
+        let mut total = count;
+        let steps = (0..steps)
+            .map(|_| {
+                let any = rng.random_range(0..total);
+                match rng.random_range(0..10) {
+                    0..=4 => {
+                        let policy = [
+                            None,
+                            Some(PropagationPolicy::Background),
+                            Some(PropagationPolicy::Foreground),
+                            Some(PropagationPolicy::Orphan),
+                        ][rng.random_range(0..4)]
+                        .clone();
+                        Step::Delete(any, policy)
+                    }
+                    5 => Step::Release(any),
+                    6 => Step::AddOwner(any, reference(&mut rng, total)),
+                    7 => Step::DropOwners(any),
+                    _ => {
+                        total += 1;
+                        Step::Create(references(&mut rng, total - 1), rng.random_bool(0.2))
+                    }
+                }
+            })
+            .collect();
+        Self { seed, objects, steps }
+    }
+}
+
+fn name(i: usize) -> String {
+    format!("o{i}")
+}
+
+/// What the test knows of its objects: each name's UID, and the UIDs it deleted itself.
+#[derive(Debug, Default)]
+struct Made {
+    uids: HashMap<String, String>,
+}
+
+impl Made {
+    fn owner_ref(&self, r: &Reference, rng: &mut StdRng) -> OwnerReference {
+        let (name, uid) = match r.target {
+            Target::Object(i) => (name(i), self.uids.get(&name(i)).cloned().unwrap_or_default()),
+            Target::WrongUid(i) => (name(i), format!("{:032x}", rng.random::<u128>())),
+            Target::Ghost => ("ghost".to_owned(), format!("{:032x}", rng.random::<u128>())),
+        };
+        OwnerReference {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            name,
+            uid: if uid.is_empty() {
+                format!("{:032x}", rng.random::<u128>())
+            } else {
+                uid
+            },
+            block_owner_deletion: r.block.then_some(true),
+            ..OwnerReference::default()
+        }
+    }
+}
+
+/// Runs `program` in `ns` under whichever collector runs; the projection after each step.
+pub async fn run(ns: TestNamespace, program: &Program, guard: &Guard) -> Outcome {
+    let api = ns.api::<ConfigMap>();
+    // UIDs the references need but the projection never shows; a stream of its own.
+    let mut rng = StdRng::seed_from_u64(program.seed ^ 0x5eed);
+    let mut made = Made::default();
+    let mut out = Outcome::new();
+    let create = |made: &Made, rng: &mut StdRng, i: usize, refs: &[Reference], hold: bool| {
+        let owners: Vec<OwnerReference> = refs.iter().map(|r| made.owner_ref(r, rng)).collect();
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name(i)),
+                owner_references: Some(owners).filter(|o| !o.is_empty()),
+                finalizers: hold.then(|| vec![HOLD.to_owned()]),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        }
+    };
+    for (i, (refs, hold)) in program.objects.iter().enumerate() {
+        let cm = create(&made, &mut rng, i, refs, *hold);
+        let created = api.create(&PostParams::default(), &cm).await.expect("create");
+        made.uids
+            .insert(name(i), created.metadata.uid.unwrap_or_default());
+    }
+    out.insert("step 0".into(), settle(&ns, &made).await);
+    let mut next = program.objects.len();
+    for (s, step) in program.steps.iter().enumerate() {
+        let what = match step {
+            Step::Delete(i, policy) => {
+                guard.deleting(&made.uids.get(&name(*i)).cloned().unwrap_or_default());
+                let dp = DeleteParams {
+                    propagation_policy: policy.clone(),
+                    ..DeleteParams::default()
+                };
+                let _ = api.delete(&name(*i), &dp).await;
+                format!("delete {} {policy:?}", name(*i))
+            }
+            Step::Release(i) => {
+                edit(&ns, &name(*i), |m| {
+                    if let Some(f) = m.finalizers.as_mut() {
+                        f.retain(|f| f != HOLD);
+                    }
+                })
+                .await;
+                format!("release {}", name(*i))
+            }
+            Step::AddOwner(i, r) => {
+                let owner = made.owner_ref(r, &mut rng);
+                edit(&ns, &name(*i), |m| {
+                    m.owner_references
+                        .get_or_insert_with(Vec::new)
+                        .push(owner.clone());
+                })
+                .await;
+                format!("add an owner to {}", name(*i))
+            }
+            Step::DropOwners(i) => {
+                edit(&ns, &name(*i), |m| m.owner_references = None).await;
+                format!("drop {}'s owners", name(*i))
+            }
+            Step::Create(refs, hold) => {
+                let cm = create(&made, &mut rng, next, refs, *hold);
+                let created = api.create(&PostParams::default(), &cm).await.expect("create");
+                made.uids
+                    .insert(name(next), created.metadata.uid.unwrap_or_default());
+                next += 1;
+                format!("create {}", name(next - 1))
+            }
+        };
+        out.insert(format!("step {}: {what}", s + 1), settle(&ns, &made).await);
+    }
+    out
+}
+
+/// Changes one object's metadata on a fresh read, again on conflicts; gone is fine.
+async fn edit(ns: &TestNamespace, name: &str, change: impl Fn(&mut ObjectMeta)) {
+    let api = ns.api::<ConfigMap>();
+    for _ in 0..10 {
+        let Ok(mut cm) = api.get(name).await else { return };
+        change(&mut cm.metadata);
+        match api.replace(name, &PostParams::default(), &cm).await {
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            _ => return,
+        }
+    }
+    panic!("{name}: conflicts on every one of 10 edits");
+}
+
+/// The namespace's objects once it has been quiet for [`QUIET`], each as `owners [...]; finalizers
+/// [...]; deleting`, owners by name with `~` for a UID other than the named object's and `!` for
+/// blocking.
+async fn settle(ns: &TestNamespace, made: &Made) -> String {
+    let api = ns.api::<ConfigMap>();
+    let started = tokio::time::Instant::now();
+    let (mut last, mut since) = (String::new(), tokio::time::Instant::now());
+    loop {
+        let list = api.list(&Default::default()).await.expect("list");
+        let mut objects = BTreeMap::new();
+        for cm in list.items {
+            let m = cm.metadata;
+            let Some(n) = m.name.clone().filter(|n| made.uids.contains_key(n)) else {
+                continue;
+            };
+            let owners: Vec<String> = m
+                .owner_references
+                .iter()
+                .flatten()
+                .map(|r| {
+                    let same = made.uids.get(&r.name) == Some(&r.uid);
+                    let block = r.block_owner_deletion == Some(true);
+                    format!(
+                        "{}{}{}",
+                        r.name,
+                        if same { "" } else { "~" },
+                        if block { "!" } else { "" }
+                    )
+                })
+                .collect();
+            let mut finalizers = m.finalizers.clone().unwrap_or_default();
+            finalizers.sort();
+            let deleting = if m.deletion_timestamp.is_some() {
+                "; deleting"
+            } else {
+                ""
+            };
+            objects.insert(
+                n,
+                format!(
+                    "owners [{}]; finalizers [{}]{deleting}",
+                    owners.join(" "),
+                    finalizers.join(" ")
+                ),
+            );
+        }
+        let now: String = objects.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
+        if now != last {
+            (last, since) = (now, tokio::time::Instant::now());
+        } else if since.elapsed() >= QUIET {
+            return last;
+        }
+        if started.elapsed() > SETTLE_LIMIT {
+            return format!("never quiet; last:\n{last}");
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The data-loss invariant, checked on every ConfigMap watch event of a namespace.
+pub struct Guard {
+    state: Arc<Mutex<GuardState>>,
+    cancel: CancellationToken,
+}
+
+#[derive(Default)]
+struct GuardState {
+    /// By name: UID, owners, deleting, finalizers.
+    objects: HashMap<String, (String, Vec<OwnerReference>, bool, Vec<String>)>,
+    /// UIDs the test deleted itself.
+    deleted_by_test: HashSet<String>,
+    breaches: Vec<String>,
+}
+
+impl GuardState {
+    /// Whether `r` names an owner that holds its dependents.
+    fn solid(&self, r: &OwnerReference) -> bool {
+        self.objects
+            .get(&r.name)
+            .is_some_and(|(uid, _, deleting, finalizers)| {
+                *uid == r.uid && !(*deleting && finalizers.iter().any(|f| f == FOREGROUND))
+            })
+    }
+
+    /// `m` starts going (marked or gone), the test not having deleted it.
+    fn starts_going(&mut self, m: &ObjectMeta) {
+        let uid = m.uid.clone().unwrap_or_default();
+        if self.deleted_by_test.contains(&uid) {
+            return;
+        }
+        let solid: Vec<&str> = m
+            .owner_references
+            .iter()
+            .flatten()
+            .filter(|r| self.solid(r))
+            .map(|r| r.name.as_str())
+            .collect();
+        if !solid.is_empty() {
+            self.breaches.push(format!(
+                "{} went while its owners {solid:?} were present",
+                m.name.as_deref().unwrap_or_default()
+            ));
+        }
+    }
+
+    fn record(&mut self, m: &ObjectMeta) {
+        self.objects.insert(
+            m.name.clone().unwrap_or_default(),
+            (
+                m.uid.clone().unwrap_or_default(),
+                m.owner_references.clone().unwrap_or_default(),
+                m.deletion_timestamp.is_some(),
+                m.finalizers.clone().unwrap_or_default(),
+            ),
+        );
+    }
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("breaches", &self.state.lock().breaches)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Guard {
+    pub async fn start(ns: &TestNamespace) -> Guard {
+        let factory =
+            SharedInformerFactory::new(ns.cluster.client.clone()).with_namespaces(vec![ns.name.clone()]);
+        let state: Arc<Mutex<GuardState>> = Arc::default();
+        let (a, u, d) = (state.clone(), state.clone(), state.clone());
+        let registration = factory
+            .namespaced::<ConfigMap>(InformerOptions::default())
+            .add_event_handler(
+                HandlerFns::new()
+                    .on_add(move |cm: &Arc<ConfigMap>, _| a.lock().record(&cm.metadata))
+                    .on_update(move |old: &Arc<ConfigMap>, new: &Arc<ConfigMap>| {
+                        let mut s = u.lock();
+                        if old.metadata.deletion_timestamp.is_none()
+                            && new.metadata.deletion_timestamp.is_some()
+                        {
+                            s.starts_going(&new.metadata);
+                        }
+                        s.record(&new.metadata);
+                    })
+                    .on_delete(move |gone| {
+                        let mut s = d.lock();
+                        let m = &gone.object().metadata;
+                        let name = m.name.as_deref().unwrap_or_default();
+                        // Gone without a deletion mark seen first: this is where it started going.
+                        if !s.objects.get(name).is_some_and(|(_, _, deleting, _)| *deleting) {
+                            s.starts_going(m);
+                        }
+                        s.objects.remove(m.name.as_deref().unwrap_or_default());
+                    }),
+                None,
+            );
+        let cancel = CancellationToken::new();
+        factory.start(&cancel);
+        assert!(
+            wait_for_cache_sync(&cancel, &[&registration]).await,
+            "the ConfigMap informer synced"
+        );
+        Guard { state, cancel }
+    }
+
+    /// The test is about to delete the object of `uid`.
+    fn deleting(&self, uid: &str) {
+        self.state.lock().deleted_by_test.insert(uid.to_owned());
+    }
+
+    /// The breaches seen so far.
+    pub fn breaches(&self) -> Vec<String> {
+        self.state.lock().breaches.clone()
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// The run's size and first seed, from the environment.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub seed: u64,
+    pub programs: usize,
+    pub steps: usize,
+    /// Keep running rounds, with the seeds after the last round's, until this long has passed
+    /// (`KCM_RS_RANDOM_SECONDS`, `make soak`); one round when unset.
+    pub duration: Option<Duration>,
+}
+
+/// The short run of `make test`: four programs side by side, five steps each, about half a minute
+/// per collector.
+const PROGRAMS: usize = 4;
+const STEPS: usize = 5;
+
+impl Config {
+    pub fn from_env() -> Config {
+        let number = |key: &str| -> Option<u64> {
+            let s = std::env::var(key).ok()?;
+            Some(s.trim().parse().unwrap_or_else(|e| panic!("{key}={s:?}: {e}")))
+        };
+        let count = |key, default: usize| {
+            number(key).map_or(default, |n| usize::try_from(n).unwrap_or(default).max(1))
+        };
+        Config {
+            seed: number("KCM_RS_RANDOM_SEED").unwrap_or_else(rand::random),
+            programs: count("KCM_RS_RANDOM_PROGRAMS", PROGRAMS),
+            steps: count("KCM_RS_RANDOM_STEPS", STEPS),
+            duration: number("KCM_RS_RANDOM_SECONDS").map(Duration::from_secs),
+        }
+    }
+
+    /// Round `round`'s programs: the seeds after the previous rounds'.
+    pub fn programs(&self, round: usize) -> Vec<Program> {
+        let first = self.seed.wrapping_add((round * self.programs) as u64);
+        (0..self.programs)
+            .map(|i| Program::generate(first.wrapping_add(i as u64), self.steps))
+            .collect()
+    }
+}
+
+/// One program's run: what was left after each step, and the invariant's breaches.
+pub type ProgramRun = Result<(Outcome, Vec<String>), String>;
+
+/// Runs `programs` side by side under `actor`, each in a namespace of its own, deleted after it.
+pub async fn run_programs(cluster: &crate::Cluster, programs: &[Program], actor: &str) -> Vec<ProgramRun> {
+    futures::future::join_all(programs.iter().map(|p| async move {
+        let meta = ObjectMeta {
+            generate_name: Some(format!("e2e-gcr-{}-{actor}-", p.seed % 100_000)),
+            ..ObjectMeta::default()
+        };
+        let ns = super::helpers::new_namespace(cluster, meta).await?;
+        let guard = Guard::start(&ns).await;
+        let result =
+            futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(run(ns.clone(), p, &guard)))
+                .await
+                .map_err(|panic| crate::differential::panic_message(&*panic));
+        let breaches = guard.breaches();
+        drop(guard);
+        super::helpers::drop_namespace(&ns).await;
+        result.map(|outcome| (outcome, breaches))
+    }))
+    .await
+}
