@@ -14,6 +14,7 @@
 //! controllers run beside the collector.
 
 mod custom;
+mod guard;
 mod helpers;
 pub mod random;
 mod workloads;

@@ -6,7 +6,7 @@
 //! upstream's collector and then kcm-rs's, and what is left after each step, once the namespace has
 //! been quiet for [`QUIET`], must be the same.
 //!
-//! On every watch event, under both collectors, [`Guard`] checks the invariant whose breach is data
+//! On every watch event, under both collectors, [`Guard`] (`guard.rs`) checks the invariant whose breach is data
 //! loss: an object the test did not delete starts going only once none of its owners is solid
 //! (present under its UID, and not waiting for its dependents in a foreground deletion). ConfigMaps
 //! only, so that one watch orders every event by resourceVersion. A breach under kcm-rs fails the
@@ -16,21 +16,18 @@
 //! `KCM_RS_RANDOM_PROGRAMS` and `KCM_RS_RANDOM_STEPS` size the run.
 
 use std::{
-    collections::{BTreeMap, HashMap, HashSet},
-    sync::Arc,
+    collections::{BTreeMap, HashMap},
     time::Duration,
 };
 
-use informer::{HandlerFns, InformerOptions, SharedInformerFactory, wait_for_cache_sync};
 use k8s_openapi::{
     api::core::v1::ConfigMap,
     apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference},
 };
 use kube::api::{DeleteParams, PostParams, PropagationPolicy};
-use parking_lot::Mutex;
 use rand::{Rng as _, SeedableRng as _, rngs::StdRng};
-use tokio_util::sync::CancellationToken;
 
+use super::guard::Guard;
 use crate::{TestNamespace, differential::Outcome, namespace_scenarios::HOLD};
 
 /// How long the namespace must not change for a step to count as done: the collector acts within
@@ -39,8 +36,6 @@ pub const QUIET: Duration = Duration::from_secs(3);
 /// A step that never goes quiet is reported after this.
 const SETTLE_LIMIT: Duration = Duration::from_secs(45);
 const POLL: Duration = Duration::from_millis(250);
-/// The foreground-deletion finalizer, which decides whether an owner still holds its dependents.
-const FOREGROUND: &str = "foregroundDeletion";
 
 /// How an ownerReference is made.
 #[derive(Debug, Clone, Copy)]
@@ -310,131 +305,6 @@ async fn settle(ns: &TestNamespace, made: &Made) -> String {
             return format!("never quiet; last:\n{last}");
         }
         tokio::time::sleep(POLL).await;
-    }
-}
-
-/// The data-loss invariant, checked on every ConfigMap watch event of a namespace.
-pub struct Guard {
-    state: Arc<Mutex<GuardState>>,
-    cancel: CancellationToken,
-}
-
-#[derive(Default)]
-struct GuardState {
-    /// By name: UID, owners, deleting, finalizers.
-    objects: HashMap<String, (String, Vec<OwnerReference>, bool, Vec<String>)>,
-    /// UIDs the test deleted itself.
-    deleted_by_test: HashSet<String>,
-    breaches: Vec<String>,
-}
-
-impl GuardState {
-    /// Whether `r` names an owner that holds its dependents.
-    fn solid(&self, r: &OwnerReference) -> bool {
-        self.objects
-            .get(&r.name)
-            .is_some_and(|(uid, _, deleting, finalizers)| {
-                *uid == r.uid && !(*deleting && finalizers.iter().any(|f| f == FOREGROUND))
-            })
-    }
-
-    /// `m` starts going (marked or gone), the test not having deleted it.
-    fn starts_going(&mut self, m: &ObjectMeta) {
-        let uid = m.uid.clone().unwrap_or_default();
-        if self.deleted_by_test.contains(&uid) {
-            return;
-        }
-        let solid: Vec<&str> = m
-            .owner_references
-            .iter()
-            .flatten()
-            .filter(|r| self.solid(r))
-            .map(|r| r.name.as_str())
-            .collect();
-        if !solid.is_empty() {
-            self.breaches.push(format!(
-                "{} went while its owners {solid:?} were present",
-                m.name.as_deref().unwrap_or_default()
-            ));
-        }
-    }
-
-    fn record(&mut self, m: &ObjectMeta) {
-        self.objects.insert(
-            m.name.clone().unwrap_or_default(),
-            (
-                m.uid.clone().unwrap_or_default(),
-                m.owner_references.clone().unwrap_or_default(),
-                m.deletion_timestamp.is_some(),
-                m.finalizers.clone().unwrap_or_default(),
-            ),
-        );
-    }
-}
-
-impl std::fmt::Debug for Guard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Guard")
-            .field("breaches", &self.state.lock().breaches)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Guard {
-    pub async fn start(ns: &TestNamespace) -> Guard {
-        let factory =
-            SharedInformerFactory::new(ns.cluster.client.clone()).with_namespaces(vec![ns.name.clone()]);
-        let state: Arc<Mutex<GuardState>> = Arc::default();
-        let (a, u, d) = (state.clone(), state.clone(), state.clone());
-        let registration = factory
-            .namespaced::<ConfigMap>(InformerOptions::default())
-            .add_event_handler(
-                HandlerFns::new()
-                    .on_add(move |cm: &Arc<ConfigMap>, _| a.lock().record(&cm.metadata))
-                    .on_update(move |old: &Arc<ConfigMap>, new: &Arc<ConfigMap>| {
-                        let mut s = u.lock();
-                        if old.metadata.deletion_timestamp.is_none()
-                            && new.metadata.deletion_timestamp.is_some()
-                        {
-                            s.starts_going(&new.metadata);
-                        }
-                        s.record(&new.metadata);
-                    })
-                    .on_delete(move |gone| {
-                        let mut s = d.lock();
-                        let m = &gone.object().metadata;
-                        let name = m.name.as_deref().unwrap_or_default();
-                        // Gone without a deletion mark seen first: this is where it started going.
-                        if !s.objects.get(name).is_some_and(|(_, _, deleting, _)| *deleting) {
-                            s.starts_going(m);
-                        }
-                        s.objects.remove(m.name.as_deref().unwrap_or_default());
-                    }),
-                None,
-            );
-        let cancel = CancellationToken::new();
-        factory.start(&cancel);
-        assert!(
-            wait_for_cache_sync(&cancel, &[&registration]).await,
-            "the ConfigMap informer synced"
-        );
-        Guard { state, cancel }
-    }
-
-    /// The test is about to delete the object of `uid`.
-    fn deleting(&self, uid: &str) {
-        self.state.lock().deleted_by_test.insert(uid.to_owned());
-    }
-
-    /// The breaches seen so far.
-    pub fn breaches(&self) -> Vec<String> {
-        self.state.lock().breaches.clone()
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        self.cancel.cancel();
     }
 }
 
