@@ -88,7 +88,7 @@ impl Build for GarbageCollector {
             delete_queue,
             orphan_queue,
             graph: Arc::new(Mutex::new(Graph::default())),
-            monitors: Arc::new(Monitors::new(cx.client.clone(), changes.clone())),
+            monitors: Arc::new(Monitors::new(cx.factory, changes.clone())),
             changes,
             receiver: Mutex::new(Some(receiver)),
             ops: Operations::new(cx.client.clone(), mapper.clone()),

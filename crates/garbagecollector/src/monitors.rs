@@ -10,7 +10,7 @@ use controller::discovery::{Discovered, DiscoveredResource};
 use futures::{StreamExt as _, future::BoxFuture};
 use informer::{
     DeletedObject, EventHandler, HandlerRegistration, ListerWatcher, ReflectorConfig, SharedInformer,
-    WatchStream, informer::Scope,
+    SharedInformerFactory, Transform, WatchStream, informer::Scope,
 };
 use kube::{
     Api, Client,
@@ -127,9 +127,17 @@ struct Monitor {
     stop: CancellationToken,
 }
 
+/// Makes a resource's reflector settings.
+type ConfigFor = dyn Fn(&str, Transform<Metadata>) -> ReflectorConfig<Metadata> + Send + Sync;
+
 /// The running monitors.
 pub struct Monitors {
+    /// The shared informers' client: the monitors list and watch at its rate limits, not the
+    /// collector's, whose requests are its deletions and patches (KCM's monitors are shared
+    /// informers).
     client: Client,
+    /// The shared informers' reflector settings (watch-list, metrics) for a resource.
+    config: Box<ConfigFor>,
     tx: UnboundedSender<Change>,
     running: Mutex<BTreeMap<Gvr, Monitor>>,
 }
@@ -143,9 +151,10 @@ impl std::fmt::Debug for Monitors {
 }
 
 impl Monitors {
-    pub fn new(client: Client, tx: UnboundedSender<Change>) -> Self {
+    pub fn new(factory: &SharedInformerFactory, tx: UnboundedSender<Change>) -> Self {
         Self {
-            client,
+            client: factory.client().clone(),
+            config: Box::new(factory.reflector_configs()),
             tx,
             running: Mutex::new(BTreeMap::new()),
         }
@@ -201,15 +210,12 @@ impl Monitors {
 
     fn start(&self, r: &DiscoveredResource, stop: &CancellationToken) -> HandlerRegistration {
         let api = Api::<DynamicObject>::all_with(self.client.clone(), &r.api_resource());
-        let config = ReflectorConfig {
-            transform: Some(Arc::new(slim)),
-            ..ReflectorConfig::default()
-        };
         let name = if r.group.is_empty() {
             r.resource.clone()
         } else {
             format!("{}.{}", r.resource, r.group)
         };
+        let config = (self.config)(&name, Arc::new(slim));
         let informer = SharedInformer::new(name, vec![Scope::new(MetadataListWatch(api), None)], config);
         let registration = informer.add_event_handler(
             Handler {

@@ -24,7 +24,7 @@ use crate::{
     reflector::ReflectorConfig,
     shard::ShardSet,
     sharded::{ServerSharding, ShardFiltered, keep},
-    transform::strip_managed_fields,
+    transform::{Transform, strip_managed_fields},
     watch_cache::WatchCaches,
 };
 
@@ -80,6 +80,27 @@ impl SharedInformerFactory {
             metrics: Arc::new(NoopMetrics),
             protobuf: HashMap::new(),
             informers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The client its informers list and watch with: an informer made elsewhere (the garbage
+    /// collector's, one per kind discovery finds) shares its rate limits, as KCM's do.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The reflector settings its informers get (watch-list, metrics), for informers made
+    /// elsewhere after it is gone: each of `resource` with `transform` on every object.
+    pub fn reflector_configs<K>(
+        &self,
+    ) -> impl Fn(&str, Transform<K>) -> ReflectorConfig<K> + Send + Sync + 'static {
+        let (watch_list, metrics) = (self.watch_list, self.metrics.clone());
+        move |resource, transform| ReflectorConfig {
+            watch_list,
+            label_selector: None,
+            field_selector: None,
+            transform: Some(transform),
+            metrics: metrics.reflector_metrics(resource),
         }
     }
 
