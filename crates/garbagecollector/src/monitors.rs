@@ -140,6 +140,10 @@ pub struct Monitors {
     config: Box<ConfigFor>,
     tx: UnboundedSender<Change>,
     running: Mutex<BTreeMap<Gvr, Monitor>>,
+    /// Monitors of a resource discovery now serves in another version, kept until the new
+    /// version's monitor has synced: stopped at once, the deletions between the two would never
+    /// reach the graph, and their dependents would never be looked at.
+    retiring: Mutex<Vec<(Gvr, Monitor)>>,
 }
 
 impl std::fmt::Debug for Monitors {
@@ -157,12 +161,15 @@ impl Monitors {
             config: Box::new(factory.reflector_configs()),
             tx,
             running: Mutex::new(BTreeMap::new()),
+            retiring: Mutex::new(Vec::new()),
         }
     }
 
-    /// Whether every monitor has delivered its initial list.
+    /// Whether there are monitors and every one has delivered its initial list (none is not
+    /// synced, as upstream's `IsSynced` says before the first discovery).
     pub fn has_synced(&self) -> bool {
-        self.running.lock().values().all(|m| m.registration.has_synced())
+        let running = self.running.lock();
+        !running.is_empty() && running.values().all(|m| m.registration.has_synced())
     }
 
     /// Monitors exactly `wanted`, keeping those of group versions discovery failed on (`failed`)
@@ -175,6 +182,7 @@ impl Monitors {
         parent: &CancellationToken,
     ) -> bool {
         let mut running = self.running.lock();
+        self.retire_replaced(&running);
         let group_version = |(g, v, _): &Gvr| controller::discovery::group_version(g, v);
         let kept: Vec<Gvr> = running
             .iter()
@@ -186,9 +194,14 @@ impl Monitors {
             .filter(|k| !wanted.contains_key(*k) && !kept.contains(k))
             .cloned()
             .collect();
+        let same_resource = |(g, _, r): &Gvr, (wg, _, wr): &Gvr| g == wg && r == wr;
         for k in &stale {
             if let Some(m) = running.remove(k) {
-                m.stop.cancel();
+                if wanted.keys().any(|w| same_resource(k, w)) {
+                    self.retiring.lock().push((k.clone(), m));
+                } else {
+                    m.stop.cancel();
+                }
             }
         }
         wanted.retain(|k, _| !running.contains_key(k));
@@ -206,6 +219,19 @@ impl Monitors {
             running.insert(k, Monitor { registration, stop });
         }
         changed
+    }
+
+    /// Stops the retiring monitors whose resource's new monitor has synced, or that no running
+    /// monitor replaces any more.
+    fn retire_replaced(&self, running: &BTreeMap<Gvr, Monitor>) {
+        self.retiring.lock().retain(|((g, _, r), old)| {
+            let replacement = running.iter().find(|((rg, _, rr), _)| rg == g && rr == r);
+            let keep = replacement.is_some_and(|(_, m)| !m.registration.has_synced());
+            if !keep {
+                old.stop.cancel();
+            }
+            keep
+        });
     }
 
     fn start(&self, r: &DiscoveredResource, stop: &CancellationToken) -> HandlerRegistration {
