@@ -175,11 +175,13 @@ def run_one(cluster, api, workload, impl, size, qps, burst, cpu_profiles=False, 
         wait_until("default ServiceAccount", lambda: api_ok(api, f"/api/v1/namespaces/{ns}/serviceaccounts/default"), 60)
         if workload.prepare:
             workload.prepare(api, ns, size)
-        ev = {"pods": [], "rs": [], "deploy": [], "jobs": []}
+        ev = {"pods": [], "rs": [], "deploy": [], "jobs": [], "configmaps": []}
         watches = [Watch(api, ns_path(ns, "", "pods"), ev["pods"]),
                    Watch(api, ns_path(ns, "apps/v1", "replicasets"), ev["rs"]),
                    Watch(api, ns_path(ns, "apps/v1", "deployments"), ev["deploy"]),
                    Watch(api, ns_path(ns, "batch/v1", "jobs"), ev["jobs"])]
+        if workload.name == "gc":
+            watches.append(Watch(api, ns_path(ns, "", "configmaps"), ev["configmaps"]))
         for w in watches:
             w.start()
         wall0 = time.time()

@@ -29,8 +29,8 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", choices=SCALES, default="small")
     ap.add_argument("--qps", default="20/30,100/200", help="comma-separated qps/burst pairs")
-    ap.add_argument("--workloads", default=",".join(WORKLOADS),
-                    help=f"comma-separated, of: {', '.join(WORKLOADS)}")
+    ap.add_argument("--workloads", default=",".join(n for n, w in WORKLOADS.items() if w.by_default),
+                    help=f"comma-separated, of: {', '.join(WORKLOADS)} (gc only when named)")
     ap.add_argument("--cpu-profiles", action="store_true",
                     help="profile both processes through /debug/pprof while each workload runs; with --out, "
                          "write the merged profiles, their top functions and flame graphs beside the tables")

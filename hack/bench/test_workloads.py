@@ -9,7 +9,7 @@ import run
 from measure import Cluster
 from workloads import SCALES, WORKLOADS, reaction, terminating
 
-KNOWN_CONTROLLERS = {"replicaset-controller", "deployment-controller", "job-controller"}
+KNOWN_CONTROLLERS = {"replicaset-controller", "deployment-controller", "job-controller", "garbage-collector-controller"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -23,7 +23,7 @@ def objects(size):
 
 class Registry(unittest.TestCase):
     def test_each_workload_is_under_its_own_name(self):
-        self.assertEqual(list(WORKLOADS), ["rs", "scale", "deploy", "jobs", "batch", "rollout", "idle"])
+        self.assertEqual(list(WORKLOADS), ["rs", "scale", "deploy", "jobs", "batch", "rollout", "gc", "idle"])
         for name, w in WORKLOADS.items():
             self.assertEqual(w.name, name)
 
@@ -50,6 +50,7 @@ class Registry(unittest.TestCase):
             "jobs": "40 Jobs x 10 completions, parallelism 5",
             "batch": "batch (clusterloader2's shape): 200 Jobs of one pod",
             "rollout": "rollout: 200 Deployments of one pod, then all templates changed",
+            "gc": "gc: 100 owners x 20 dependents, then the owners deleted",
             "idle": "idle: 5000 cached pods (memory only)",
         })
         for w in WORKLOADS.values():
@@ -63,6 +64,7 @@ class Registry(unittest.TestCase):
             "jobs": "pod Succeeded -> Job's next write",
             "batch": "Job created -> Complete",
             "rollout": "template changed -> rollout complete",
+            "gc": "owner deleted -> its last dependent deleted",
             "idle": "–",
         })
 
@@ -70,9 +72,11 @@ class Registry(unittest.TestCase):
         for w in WORKLOADS.values():
             self.assertTrue(callable(w.run), w.name)
             self.assertTrue(w.prepare is None or callable(w.prepare), w.name)
-        # Only the idle cache's work is its first list: its CPU counts from the start.
-        self.assertEqual([n for n, w in WORKLOADS.items() if w.cpu_from_start], ["idle"])
-        self.assertEqual([n for n, w in WORKLOADS.items() if w.prepare], ["idle"])
+        # The idle cache's work is its first list, and the collector's first lists are much of its
+        # own: their CPU counts from the start. Only the collector's needs a plane of its own.
+        self.assertEqual([n for n, w in WORKLOADS.items() if w.cpu_from_start], ["gc", "idle"])
+        self.assertEqual([n for n, w in WORKLOADS.items() if w.prepare], ["gc", "idle"])
+        self.assertEqual([n for n, w in WORKLOADS.items() if not w.by_default], ["gc"])
 
 
 class Cli(unittest.TestCase):

@@ -3,7 +3,7 @@ processes run for it, how it runs, its title and what its event -> action latenc
 
 A workload's `run(api, ns, size, ev)` applies its objects in namespace `ns`, waits for them to settle
 and returns (converge seconds or None, latencies in seconds), the latencies computed from the watch
-events the runner recorded in `ev` ({"pods", "rs", "deploy", "jobs"}: lists of (monotonic time, type,
+events the runner recorded in `ev` ({"pods", "rs", "deploy", "jobs", "configmaps"}: lists of (monotonic time, type,
 object)). Adding a workload means adding one Workload below."""
 import collections
 import time
@@ -32,6 +32,9 @@ class Workload:
     # The process's CPU counted from its start instead of from when it is healthy (+2 s): for a
     # workload whose work is the first list, done before that window opens.
     cpu_from_start: bool = False
+    # Whether a pass without --workloads runs it. The garbage collector's needs a control plane whose
+    # own kube-controller-manager does not collect too (hack/bench.sh starts one when it is asked for).
+    by_default: bool = True
 
 
 def owner_uid(obj):
@@ -231,6 +234,55 @@ def jobs_workload(api, ns, size, ev):
     return converge, lat
 
 
+# --- gc: owners deleted, their dependents collected (the garbage collector alone).
+
+def gc_objects(api, ns, size):
+    """`owners` ConfigMaps, each with `per` dependent ConfigMaps that name it as their controller,
+    made before the collector starts: its first lists are part of its work."""
+    owners, per = size
+    path = ns_path(ns, "", "configmaps")
+
+    def family(i):
+        owner = api.post(path, {"metadata": {"name": f"owner-{i}"}})
+        ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": f"owner-{i}", "uid": owner["metadata"]["uid"],
+               "controller": True, "blockOwnerDeletion": True}
+        for j in range(per):
+            api.post(path, {"metadata": {"name": f"dep-{i}-{j}", "ownerReferences": [ref]}})
+    with ThreadPoolExecutor(16) as ex:
+        list(ex.map(family, range(owners)))
+
+
+def gc_workload(api, ns, size, ev):
+    owners, per = size
+    path = ns_path(ns, "", "configmaps")
+    # The collector's first lists end while the runner waits for it to be healthy; a dependent deleted
+    # before it has its graph would not be in this measurement. A few seconds more, as both processes
+    # get them.
+    time.sleep(5)
+    mark = len(ev["configmaps"])
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda i: api.delete(f"{path}/owner-{i}"), range(owners)))
+
+    def left():
+        return sum(1 for c in api.get(path)["items"] if c["metadata"]["name"].startswith("dep-"))
+    wait_until("dependents collected", lambda: left() == 0, 1800)
+    converge = time.monotonic() - t0
+    # Reaction: an owner's DELETED event -> the last of its dependents' DELETED events.
+    gone_owner, last_dependent = {}, {}
+    for t, ty, o in ev["configmaps"][mark:]:
+        if ty != "DELETED":
+            continue
+        name = o["metadata"]["name"]
+        if name.startswith("owner-"):
+            gone_owner[name] = t
+        elif name.startswith("dep-"):
+            owner = "owner-" + name.split("-")[1]
+            last_dependent[owner] = max(t, last_dependent.get(owner, t))
+    lat = [last_dependent[o] - t for o, t in gone_owner.items() if o in last_dependent]
+    return converge, lat
+
+
 # --- idle: a still cache of bare pods; memory and the first list's CPU only.
 
 # How long the idle pods must go unchanged before the idle workload starts its controller.
@@ -310,6 +362,17 @@ WORKLOADS = {w.name: w for w in (
         describe=lambda size: f"rollout: {size} Deployments of one pod, then all templates changed",
         latency="template changed -> rollout complete",
         run=rollout_workload,
+    ),
+    Workload(
+        name="gc",
+        controllers="garbage-collector-controller",
+        sizes={"full": (500, 20), "small": (100, 20), "tiny": (3, 2)},
+        describe=lambda size: f"gc: {size[0]} owners x {size[1]} dependents, then the owners deleted",
+        latency="owner deleted -> its last dependent deleted",
+        run=gc_workload,
+        prepare=gc_objects,
+        cpu_from_start=True,
+        by_default=False,
     ),
     Workload(
         name="idle",
