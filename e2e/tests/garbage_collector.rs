@@ -24,7 +24,7 @@ use kcm_rs_e2e::{
     differential::{self, Scenario, assert_agree, diff, selected, under_both_in},
     gc_scenarios::{
         install_widgets,
-        random::{Config, Program, ProgramRun, run_programs},
+        random::{Program, ProgramRun, config, programs, run_programs},
         run_scenarios, scenarios, workload_scenarios,
     },
 };
@@ -40,6 +40,29 @@ fn chosen(mine: Vec<Scenario>, theirs: Vec<Scenario>) -> Vec<Scenario> {
         .collect()
 }
 
+/// The control plane, with the shipped ServiceAccount's roles and those of `deploy_files`; the
+/// kubeconfig kcm-rs runs with, that ServiceAccount's.
+async fn as_shipped(deploy_files: &[&str]) -> (Cluster, std::path::PathBuf) {
+    let cluster = Cluster::connect().await;
+    cluster.apply_shipped_rbac();
+    for file in deploy_files {
+        cluster.apply_deploy_file(file);
+    }
+    let kubeconfig = cluster.service_account_kubeconfig("kcm-rs", "kcm-rs");
+    (cluster, kubeconfig)
+}
+
+/// Both outcomes of each scenario, printed, then compared.
+fn report(
+    scenarios: &[Scenario],
+    both: &differential::UnderBoth<Vec<Result<differential::Outcome, String>>>,
+) {
+    for (s, (a, b)) in scenarios.iter().zip(both.upstream.iter().zip(&both.kcm_rs)) {
+        println!("[{}]\n  upstream: {a:?}\n  kcm-rs:   {b:?}", s.name);
+    }
+    assert_agree(SUITE, scenarios, both);
+}
+
 #[tokio::test]
 async fn disruptive_garbage_collector_matches_upstream() {
     let scenarios = chosen(scenarios(), workload_scenarios());
@@ -47,12 +70,9 @@ async fn disruptive_garbage_collector_matches_upstream() {
         println!("KCM_RS_SCENARIOS names none of this test's scenarios");
         return;
     }
-    let cluster = Cluster::connect().await;
-    cluster.apply_shipped_rbac();
-    cluster.apply_deploy_file("namespace-controller.yaml");
-    cluster.apply_deploy_file("garbage-collector-controller.yaml");
+    let (cluster, kubeconfig) =
+        as_shipped(&["namespace-controller.yaml", "garbage-collector-controller.yaml"]).await;
     install_widgets(&cluster).await;
-    let kubeconfig = cluster.service_account_kubeconfig("kcm-rs", "kcm-rs");
     let both = under_both_in(
         &cluster,
         Mode::Bare,
@@ -62,10 +82,7 @@ async fn disruptive_garbage_collector_matches_upstream() {
         |actor| run_scenarios(&cluster, &scenarios, actor),
     )
     .await;
-    for (s, (a, b)) in scenarios.iter().zip(both.upstream.iter().zip(&both.kcm_rs)) {
-        println!("[{}]\n  upstream: {a:?}\n  kcm-rs:   {b:?}", s.name);
-    }
-    assert_agree(SUITE, &scenarios, &both);
+    report(&scenarios, &both);
 }
 
 #[tokio::test]
@@ -75,12 +92,12 @@ async fn disruptive_workloads_are_collected_as_upstream() {
         println!("KCM_RS_SCENARIOS names none of this test's scenarios");
         return;
     }
-    let cluster = Cluster::connect().await;
-    cluster.apply_shipped_rbac();
-    cluster.apply_deploy_file("namespace-controller.yaml");
-    cluster.apply_deploy_file("serviceaccount-controller.yaml");
-    cluster.apply_deploy_file("garbage-collector-controller.yaml");
-    let kubeconfig = cluster.service_account_kubeconfig("kcm-rs", "kcm-rs");
+    let (cluster, kubeconfig) = as_shipped(&[
+        "namespace-controller.yaml",
+        "serviceaccount-controller.yaml",
+        "garbage-collector-controller.yaml",
+    ])
+    .await;
     let both = under_both_in(
         &cluster,
         Mode::Bare,
@@ -92,10 +109,7 @@ async fn disruptive_workloads_are_collected_as_upstream() {
         |actor| differential::run_scenarios(&cluster, &scenarios, actor),
     )
     .await;
-    for (s, (a, b)) in scenarios.iter().zip(both.upstream.iter().zip(&both.kcm_rs)) {
-        println!("[{}]\n  upstream: {a:?}\n  kcm-rs:   {b:?}", s.name);
-    }
-    assert_agree(SUITE, &scenarios, &both);
+    report(&scenarios, &both);
 }
 
 #[tokio::test]
@@ -105,16 +119,13 @@ async fn disruptive_random_programs_agree_with_upstream() {
         println!("KCM_RS_SCENARIOS names fixed scenarios and no KCM_RS_RANDOM_SEED is set");
         return;
     }
-    let config = Config::from_env();
+    let config = config();
     println!("random programs: {config:?}");
-    let cluster = Cluster::connect().await;
-    cluster.apply_shipped_rbac();
-    cluster.apply_deploy_file("namespace-controller.yaml");
-    cluster.apply_deploy_file("garbage-collector-controller.yaml");
-    let kubeconfig = cluster.service_account_kubeconfig("kcm-rs", "kcm-rs");
+    let (cluster, kubeconfig) =
+        as_shipped(&["namespace-controller.yaml", "garbage-collector-controller.yaml"]).await;
     let started = tokio::time::Instant::now();
     for round in 0.. {
-        let programs = config.programs(round);
+        let programs = programs(&config, round);
         let seeds: Vec<u64> = programs.iter().map(|p| p.seed).collect();
         println!("round {round}: seeds {seeds:?}");
         let both = under_both_in(

@@ -28,7 +28,7 @@ use kube::api::{DeleteParams, PostParams, PropagationPolicy};
 use rand::{Rng as _, SeedableRng as _, rngs::StdRng};
 
 use super::guard::Guard;
-use crate::{TestNamespace, differential::Outcome, namespace_scenarios::HOLD};
+use crate::{TestNamespace, differential::Outcome, namespace_scenarios::HOLD, random_differential::Config};
 
 /// How long the namespace must not change for a step to count as done: the collector acts within
 /// milliseconds, but an owner not yet seen is retried with backoff.
@@ -308,46 +308,23 @@ async fn settle(ns: &TestNamespace, made: &Made) -> String {
     }
 }
 
-/// The run's size and first seed, from the environment.
-#[derive(Debug, Clone, Copy)]
-pub struct Config {
-    pub seed: u64,
-    pub programs: usize,
-    pub steps: usize,
-    /// Keep running rounds, with the seeds after the last round's, until this long has passed
-    /// (`KCM_RS_RANDOM_SECONDS`, `make soak`); one round when unset.
-    pub duration: Option<Duration>,
-}
-
 /// The short run of `make test`: four programs side by side, five steps each, about half a minute
 /// per collector.
 const PROGRAMS: usize = 4;
 const STEPS: usize = 5;
 
-impl Config {
-    pub fn from_env() -> Config {
-        let number = |key: &str| -> Option<u64> {
-            let s = std::env::var(key).ok()?;
-            Some(s.trim().parse().unwrap_or_else(|e| panic!("{key}={s:?}: {e}")))
-        };
-        let count = |key, default: usize| {
-            number(key).map_or(default, |n| usize::try_from(n).unwrap_or(default).max(1))
-        };
-        Config {
-            seed: number("KCM_RS_RANDOM_SEED").unwrap_or_else(rand::random),
-            programs: count("KCM_RS_RANDOM_PROGRAMS", PROGRAMS),
-            steps: count("KCM_RS_RANDOM_STEPS", STEPS),
-            duration: number("KCM_RS_RANDOM_SECONDS").map(Duration::from_secs),
-        }
-    }
+/// The run's size and first seed, from the environment, with the random differential's knobs
+/// (`KCM_RS_RANDOM_SEED`, `_PROGRAMS`, `_STEPS`, `_SECONDS`).
+pub fn config() -> Config {
+    Config::from_env_with(PROGRAMS, STEPS)
+}
 
-    /// Round `round`'s programs: the seeds after the previous rounds'.
-    pub fn programs(&self, round: usize) -> Vec<Program> {
-        let first = self.seed.wrapping_add((round * self.programs) as u64);
-        (0..self.programs)
-            .map(|i| Program::generate(first.wrapping_add(i as u64), self.steps))
-            .collect()
-    }
+/// Round `round`'s programs: the seeds after the previous rounds'.
+pub fn programs(config: &Config, round: usize) -> Vec<Program> {
+    let first = config.seed.wrapping_add((round * config.programs) as u64);
+    (0..config.programs)
+        .map(|i| Program::generate(first.wrapping_add(i as u64), config.steps))
+        .collect()
 }
 
 /// One program's run: what was left after each step, and the invariant's breaches.

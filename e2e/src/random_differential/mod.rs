@@ -74,11 +74,17 @@ fn env_number(key: &str) -> Option<u64> {
 
 impl Config {
     pub fn from_env() -> Config {
+        Self::from_env_with(PROGRAMS, STEPS)
+    }
+
+    /// [`Self::from_env`] with other defaults for the numbers of programs and steps (another suite's
+    /// programs, with the same knobs).
+    pub fn from_env_with(programs: usize, steps: usize) -> Config {
         let count = |key, default| env_number(key).map_or(default, |n| usize::try_from(n).unwrap_or(default));
         Config {
             seed: env_number("KCM_RS_RANDOM_SEED").unwrap_or_else(rand::random),
-            programs: count("KCM_RS_RANDOM_PROGRAMS", PROGRAMS).max(1),
-            steps: count("KCM_RS_RANDOM_STEPS", STEPS).max(1),
+            programs: count("KCM_RS_RANDOM_PROGRAMS", programs).max(1),
+            steps: count("KCM_RS_RANDOM_STEPS", steps).max(1),
             duration: env_number("KCM_RS_RANDOM_SECONDS").map(Duration::from_secs),
         }
     }
