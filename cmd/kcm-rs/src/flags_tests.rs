@@ -161,3 +161,18 @@ fn the_resource_lock_is_leases_or_an_error() {
     let err = parse(&["--leader-elect-resource-lock=endpointsleases"]).unwrap_err();
     assert!(err.contains("Invalid lock-type endpointsleases"), "{err}");
 }
+
+#[test]
+fn the_garbage_collectors_flags_read_as_kcms() {
+    let a = parse(&[]).unwrap();
+    assert_eq!(a.concurrent_gc_syncs, 20);
+    assert!(a.enable_garbage_collector);
+    let a = parse(&["--enable-garbage-collector=false", "--concurrent-gc-syncs=3"]).unwrap();
+    assert!(!a.enable_garbage_collector);
+    assert_eq!(a.concurrent_gc_syncs, 3);
+    assert!(
+        parse(&["--enable-garbage-collector"])
+            .unwrap()
+            .enable_garbage_collector
+    );
+}

@@ -179,6 +179,18 @@ mod tests {
     }
 
     #[test]
+    fn the_garbage_collector_is_off_by_default_and_serves_every_namespace_or_none() {
+        assert!(!parse("*").unwrap().contains(&"garbage-collector-controller"));
+        let on = parse("*,garbagecollector").unwrap();
+        assert!(on.contains(&"garbage-collector-controller"));
+        check_scope(&on, &[], 1).expect("unrestricted");
+        assert_eq!(
+            check_scope(&on, &[], 3).unwrap_err().to_string(),
+            "garbage-collector-controller acts on every namespace and cannot run with --shards"
+        );
+    }
+
+    #[test]
     fn named_without_star_enables_only_those() {
         assert_eq!(parse("replicaset").unwrap(), ["replicaset-controller"]);
     }
