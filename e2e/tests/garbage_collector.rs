@@ -154,7 +154,7 @@ async fn disruptive_random_programs_agree_with_upstream() {
 fn compare(programs: &[Program], upstream: &[ProgramRun], kcm_rs: &[ProgramRun]) -> String {
     let mut report = String::new();
     for (p, (want, got)) in programs.iter().zip(upstream.iter().zip(kcm_rs)) {
-        let replay = format!("KCM_RS_RANDOM_SEED={} KCM_RS_RANDOM_PROGRAMS=1", p.seed);
+        let replay = p.replay();
         match (want, got) {
             (Err(e), _) => report.push_str(&format!("\n[{replay}] failed under upstream: {e}\n")),
             (_, Err(e)) => report.push_str(&format!("\n[{replay}] failed under kcm-rs: {e}\n")),
@@ -166,7 +166,10 @@ fn compare(programs: &[Program], upstream: &[ProgramRun], kcm_rs: &[ProgramRun])
                     report.push_str(&format!("\n[{replay}] kcm-rs broke the invariant: {b}\n"));
                 }
                 if want != got {
-                    report.push_str(&format!("\n[{replay}] differs:\n{}", diff(want, got)));
+                    report.push_str(&format!(
+                        "\n[{replay}] differs:\n{}\nthe program: {p:?}\n",
+                        diff(want, got)
+                    ));
                 }
             }
         }

@@ -32,6 +32,9 @@ struct GuardState {
     objects: HashMap<String, (String, Vec<OwnerReference>, bool, Vec<String>)>,
     /// UIDs the test deleted itself.
     deleted_by_test: HashSet<String>,
+    /// UIDs seen deleting in the foreground: such an owner waits for its dependents from then on,
+    /// even once its finalizer is gone while another (the test's) still holds it.
+    waited: HashSet<String>,
     breaches: Vec<String>,
 }
 
@@ -41,7 +44,9 @@ impl GuardState {
         self.objects
             .get(&r.name)
             .is_some_and(|(uid, _, deleting, finalizers)| {
-                *uid == r.uid && !(*deleting && finalizers.iter().any(|f| f == FOREGROUND))
+                *uid == r.uid
+                    && !self.waited.contains(uid)
+                    && !(*deleting && finalizers.iter().any(|f| f == FOREGROUND))
             })
     }
 
@@ -67,6 +72,10 @@ impl GuardState {
     }
 
     fn record(&mut self, m: &ObjectMeta) {
+        let uid = m.uid.clone().unwrap_or_default();
+        if m.deletion_timestamp.is_some() && m.finalizers.iter().flatten().any(|f| f == FOREGROUND) {
+            self.waited.insert(uid);
+        }
         self.objects.insert(
             m.name.clone().unwrap_or_default(),
             (
