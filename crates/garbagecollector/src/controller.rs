@@ -176,16 +176,14 @@ impl GarbageCollector {
     /// Opens the workers once the first monitors have synced, or after [`SYNC_PERIOD`] whatever
     /// discovery has done by then (upstream `Run`).
     async fn initial_sync(self: Arc<Self>, cancel: CancellationToken) {
-        let synced = async {
-            while !self.monitors.has_synced() {
-                tokio::time::sleep(informer::informer::CACHE_SYNC_POLL_PERIOD).await;
-            }
-        };
-        tokio::select! {
-            () = cancel.cancelled() => return,
-            r = tokio::time::timeout(SYNC_PERIOD, synced) => if r.is_err() {
-                tracing::info!("garbage collector: not all resource monitors could be synced, proceeding anyways");
-            },
+        let synced = self.wait_synced(&cancel).await;
+        if cancel.is_cancelled() {
+            return;
+        }
+        if !synced {
+            tracing::info!(
+                "garbage collector: not all resource monitors could be synced, proceeding anyways"
+            );
         }
         tracing::info!("proceeding to collect garbage");
         self.ready.send_replace(true);
@@ -209,7 +207,10 @@ impl GarbageCollector {
                     } else {
                         let failed = found.failed.keys().cloned().collect();
                         *self.mapper.write() = Arc::new(found);
-                        if self.monitors.sync(wanted, &failed, &cancel) && !self.wait_synced(&cancel).await {
+                        if self.monitors.sync(wanted, &failed, &cancel)
+                            && !self.wait_synced(&cancel).await
+                            && !cancel.is_cancelled()
+                        {
                             tracing::error!(
                                 "timed out waiting for dependency graph builder sync during GC sync"
                             );
@@ -217,15 +218,6 @@ impl GarbageCollector {
                     }
                 }
                 Err(e) => tracing::info!("failed to discover preferred resources: {e}"),
-            }
-            if !*self.ready.borrow() {
-                if !self.monitors.has_synced() {
-                    tracing::info!(
-                        "garbage collector: not all resource monitors could be synced, proceeding anyways"
-                    );
-                }
-                tracing::info!("proceeding to collect garbage");
-                self.ready.send_replace(true);
             }
             tokio::select! {
                 () = cancel.cancelled() => return,
