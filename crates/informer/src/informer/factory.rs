@@ -204,11 +204,9 @@ impl SharedInformerFactory {
         }
         let resource = K::plural(&()).into_owned();
         let config = ReflectorConfig {
-            watch_list: self.watch_list,
             label_selector: options.label_selector.clone(),
             field_selector: options.field_selector.clone(),
-            transform: Some(strip_managed_fields()),
-            metrics: self.metrics.reflector_metrics(&resource),
+            ..self.reflector_configs()(&resource, strip_managed_fields())
         };
         let mut scopes = scopes(self.client.clone(), &self.namespaces);
         if let Some(make) = self
