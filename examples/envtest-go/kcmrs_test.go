@@ -144,24 +144,30 @@ func TestDeploymentRollsOutAndJobCompletes(t *testing.T) {
 	t.Logf("%8s  Job complete: 2 succeeded", since())
 }
 
-// A deleted namespace is emptied and goes when kcm-rs runs its namespace controller: envtest has
-// no kube-controller-manager, so without it the namespace would stay Terminating.
-func TestDeletedNamespaceGoesWithTheNamespaceController(t *testing.T) {
+// startWith starts envtest's API server and kcm-rs with controllers, both stopped when the test
+// ends; the context (two minutes) and a client of that API server.
+func startWith(t *testing.T, controllers string) (context.Context, *kubernetes.Clientset) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	env := &envtest.Environment{}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = env.Stop() }()
-	p, err := kcmrs.Start(ctx, env, kcmrs.Options{Controllers: "*,namespace-controller"})
+	t.Cleanup(func() { _ = env.Stop() })
+	p, err := kcmrs.Start(ctx, env, kcmrs.Options{Controllers: controllers})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Stop()
+	t.Cleanup(p.Stop)
+	return ctx, kubernetes.NewForConfigOrDie(cfg)
+}
 
-	c := kubernetes.NewForConfigOrDie(cfg)
+// A deleted namespace is emptied and goes when kcm-rs runs its namespace controller: envtest has
+// no kube-controller-manager, so without it the namespace would stay Terminating.
+func TestDeletedNamespaceGoesWithTheNamespaceController(t *testing.T) {
+	ctx, c := startWith(t, "*,namespace-controller")
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "scratch"}}
 	if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -186,21 +192,7 @@ func TestDeletedNamespaceGoesWithTheNamespaceController(t *testing.T) {
 // collector: envtest has no kube-controller-manager, so without it they would stay, owned by
 // nothing.
 func TestDeletedDeploymentGoesWithTheGarbageCollector(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	p, err := kcmrs.Start(ctx, env, kcmrs.Options{Controllers: "*,garbage-collector-controller"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop()
-
-	c := kubernetes.NewForConfigOrDie(cfg)
+	ctx, c := startWith(t, "*,garbage-collector-controller")
 	labels := map[string]string{"app": "collected"}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "collected", Namespace: "default"},

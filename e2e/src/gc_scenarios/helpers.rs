@@ -212,23 +212,22 @@ pub(super) async fn make(ns: &TestNamespace, kind: Kind, name: &str, meta: Value
 /// (`orphan`, `foregroundDeletion`), as the deletion's answer showed it.
 pub(super) async fn delete(ns: &TestNamespace, object: &Made, dp: &DeleteParams) -> Option<ObjectMeta> {
     let name = &object.name;
-    let kept = match object.kind {
-        Kind::ConfigMap => ns
-            .api::<ConfigMap>()
-            .delete(name, dp)
-            .await
-            .map(|r| r.left().map(|o| o.metadata)),
-        Kind::Secret => ns
-            .api::<Secret>()
-            .delete(name, dp)
-            .await
-            .map(|r| r.left().map(|o| o.metadata)),
-        Kind::Widget => widgets(ns)
-            .delete(name, dp)
-            .await
-            .map(|r| r.left().map(|o| o.metadata)),
-    };
-    kept.unwrap_or_else(|e| panic!("delete {} {name}: {e}", object.kind.name()))
+    match object.kind {
+        Kind::ConfigMap => delete_through(ns.api::<ConfigMap>(), name, dp).await,
+        Kind::Secret => delete_through(ns.api::<Secret>(), name, dp).await,
+        Kind::Widget => delete_through(widgets(ns), name, dp).await,
+    }
+}
+
+/// Deletes `name` through `api` with `dp`; its metadata if the API server kept it for a finalizer.
+pub(super) async fn delete_through<K>(api: Api<K>, name: &str, dp: &DeleteParams) -> Option<ObjectMeta>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.delete(name, dp)
+        .await
+        .map(|r| r.left().map(|o| o.meta().clone()))
+        .unwrap_or_else(|e| panic!("delete {} {name}: {e}", api.resource_url()))
 }
 
 /// The scenario's objects in a namespace, by `Kind/name`.

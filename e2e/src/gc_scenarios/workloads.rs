@@ -26,7 +26,7 @@ use k8s_openapi::{
 use kube::api::{DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
 
-use super::helpers::{KEPT_FOR, finalizers, state};
+use super::helpers::{KEPT_FOR, delete_through, finalizers, state};
 use crate::{
     TestNamespace,
     deployment_scenarios::deployment_manifest,
@@ -210,20 +210,10 @@ fn record(out: &mut Outcome, stage: &str, owner: Owner, family: &Family) {
 
 /// Deletes the owner with `dp`; its metadata if the API server kept it for a finalizer.
 async fn delete(ns: &TestNamespace, owner: Owner, dp: &DeleteParams) -> Option<ObjectMeta> {
-    let name = owner.name();
     match owner {
-        Owner::Deployment => ns
-            .api::<Deployment>()
-            .delete(name, dp)
-            .await
-            .map(|r| r.left().map(|d| d.metadata)),
-        Owner::Job => ns
-            .api::<Job>()
-            .delete(name, dp)
-            .await
-            .map(|r| r.left().map(|j| j.metadata)),
+        Owner::Deployment => delete_through(ns.api::<Deployment>(), owner.name(), dp).await,
+        Owner::Job => delete_through(ns.api::<Job>(), owner.name(), dp).await,
     }
-    .unwrap_or_else(|e| panic!("delete {} {name}: {e}", owner.kind()))
 }
 
 /// Makes Deployment `web` and waits for its ReplicaSet and that one's pods.
