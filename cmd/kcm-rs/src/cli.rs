@@ -202,8 +202,8 @@ async fn run(args: Args, verbosity: Arc<Verbosity>) -> anyhow::Result<ExitCode> 
     };
     let running = controllers::start(&enabled, &cx)?;
     for c in &running {
-        let synced = c.synced.clone();
-        health.add_controller(c.name, move || synced());
+        let (synced, stopped) = (c.synced.clone(), c.stopped.clone());
+        health.add_controller(c.name, move || synced(), move || stopped());
     }
     if running.is_empty() {
         tracing::warn!("no controller is enabled; idling until stopped");

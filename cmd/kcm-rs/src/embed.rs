@@ -262,7 +262,17 @@ impl Running {
         self.started.iter().all(|s| (s.synced)())
     }
 
-    /// Waits until [`Running::has_synced`].
+    /// The controllers that stopped on a panic outside their syncs (the binary's `/healthz` fails
+    /// for them): they do nothing more until the process starts them again.
+    pub fn crashed(&self) -> Vec<&'static str> {
+        self.started
+            .iter()
+            .filter(|s| (s.stopped)())
+            .map(|s| s.name)
+            .collect()
+    }
+
+    /// Waits until [`Running::has_synced`] (never, once a controller has [`Running::crashed`]).
     pub async fn wait_synced(&self) {
         while !self.has_synced() {
             tokio::time::sleep(SYNC_POLL).await;

@@ -26,6 +26,16 @@ pub const LEADER_ELECTION_HEALTH_TOLERANCE: Duration = Duration::from_secs(20);
 
 type SyncedFn = Arc<dyn Fn() -> bool + Send + Sync>;
 
+/// A running controller as the checks see it.
+struct Checked {
+    name: String,
+    synced: SyncedFn,
+    stopped: SyncedFn,
+}
+
+/// Why a stopped controller's check fails (`/healthz/<controller>`).
+const STOPPED: &str = "the controller stopped on a panic outside its syncs; see the log";
+
 /// What the health endpoints look at. Filled in as the process starts.
 #[derive(Default)]
 pub struct Health {
@@ -35,8 +45,9 @@ pub struct Health {
     elector: Mutex<Option<Arc<LeaderElector>>>,
     /// Sharded: when the shard manager last completed a round, and how long it may go without.
     rounds: Mutex<Option<(tokio::time::Instant, Duration)>>,
-    /// Controllers running in this process, with a check that their caches have synced.
-    controllers: Mutex<Vec<(String, SyncedFn)>>,
+    /// Controllers running in this process, with a check that their caches have synced and one
+    /// that they stopped on a panic.
+    controllers: Mutex<Vec<Checked>>,
     pub(crate) slis: Slis,
 }
 
@@ -66,15 +77,24 @@ impl Health {
         *self.rounds.lock() = Some((tokio::time::Instant::now(), limit));
     }
 
-    pub fn add_controller(&self, name: &str, synced: impl Fn() -> bool + Send + Sync + 'static) {
-        self.controllers.lock().push((name.to_owned(), Arc::new(synced)));
+    /// A running controller: ready once `synced` holds; its `/healthz` check fails once `stopped`
+    /// does (`controller::Started`).
+    pub fn add_controller(
+        &self,
+        name: &str,
+        synced: impl Fn() -> bool + Send + Sync + 'static,
+        stopped: impl Fn() -> bool + Send + Sync + 'static,
+    ) {
+        self.controllers.lock().push(Checked {
+            name: name.to_owned(),
+            synced: Arc::new(synced),
+            stopped: Arc::new(stopped),
+        });
     }
 
     /// Forgets the controllers whose name ends with `suffix` (a released shard's, `/<shard>`).
     pub fn remove_controllers(&self, suffix: &str) {
-        self.controllers
-            .lock()
-            .retain(|(name, _)| !name.ends_with(suffix));
+        self.controllers.lock().retain(|c| !c.name.ends_with(suffix));
     }
 
     /// The named checks in KCM's order, and their outcomes (client-go's leader election check
@@ -97,8 +117,13 @@ impl Health {
                 (late <= limit).then_some(()).ok_or_else(why),
             ));
         }
-        for (name, _) in self.controllers.lock().iter() {
-            out.push((name.clone(), Ok(())));
+        for c in self.controllers.lock().iter() {
+            let outcome = if (c.stopped)() {
+                Err(STOPPED.to_owned())
+            } else {
+                Ok(())
+            };
+            out.push((c.name.clone(), outcome));
         }
         // k8s.io/apiserver installs `ping` only when it is given no check.
         if out.is_empty() {
@@ -114,15 +139,25 @@ impl Health {
         if controllers.is_empty() {
             return (true, "ok (no controller running here: standby)".into());
         }
-        let waiting: Vec<&str> = controllers
+        let (stopped, running): (Vec<&Checked>, Vec<&Checked>) =
+            controllers.iter().partition(|c| (c.stopped)());
+        let waiting: Vec<&str> = running
             .iter()
-            .filter(|(_, synced)| !synced())
-            .map(|(n, _)| n.as_str())
+            .filter(|c| !(c.synced)())
+            .map(|c| c.name.as_str())
             .collect();
-        if waiting.is_empty() {
+        let mut why = Vec::new();
+        if !stopped.is_empty() {
+            let names: Vec<&str> = stopped.iter().map(|c| c.name.as_str()).collect();
+            why.push(format!("stopped on a panic: {}", names.join(", ")));
+        }
+        if !waiting.is_empty() {
+            why.push(format!("informers not synced: {}", waiting.join(", ")));
+        }
+        if why.is_empty() {
             (true, "ok".into())
         } else {
-            (false, format!("informers not synced: {}", waiting.join(", ")))
+            (false, why.join("; "))
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The health endpoints' answers, as k8s.io/apiserver's healthz handler and component-base's SLI
 //! handler give them, through the router.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use axum::body::Body;
 use http::{Method, Request};
 use tower::ServiceExt as _;
@@ -33,7 +35,7 @@ async fn ping_is_the_one_check_until_another_is_installed() {
         "[+]ping ok\nhealthz check passed\n"
     );
     assert_eq!(get(&h, "/healthz/ping").await, (StatusCode::OK, "ok".into()));
-    h.add_controller("replicaset-controller", || true);
+    h.add_controller("replicaset-controller", || true, || false);
     assert_eq!(
         get(&h, "/healthz?verbose=1").await.1,
         "[+]replicaset-controller ok\nhealthz check passed\n"
@@ -59,7 +61,7 @@ async fn the_election_check_is_listed_before_there_is_an_elector() {
         "[+]leaderElection ok\nhealthz check passed\n"
     );
     assert_eq!(get(&h, "/healthz/ping").await.0, StatusCode::NOT_FOUND);
-    h.add_controller("replicaset-controller/3-of-12", || true);
+    h.add_controller("replicaset-controller/3-of-12", || true, || false);
     assert_eq!(
         get(&h, "/healthz/replicaset-controller/3-of-12").await,
         (StatusCode::OK, "ok".into())
@@ -69,8 +71,8 @@ async fn the_election_check_is_listed_before_there_is_an_elector() {
 #[tokio::test]
 async fn excluded_checks_are_listed_and_unknown_ones_warned_of() {
     let h = Arc::new(Health::default());
-    h.add_controller("replicaset-controller", || true);
-    h.add_controller("job-controller", || true);
+    h.add_controller("replicaset-controller", || true, || false);
+    h.add_controller("job-controller", || true, || false);
     let (code, body) = get(
         &h,
         "/healthz?verbose&exclude=job-controller&exclude=nope&exclude=also",
@@ -91,7 +93,7 @@ async fn excluded_checks_are_listed_and_unknown_ones_warned_of() {
 async fn a_failing_check_is_listed_and_its_own_path_says_why() {
     let h = Arc::new(Health::default());
     h.round_done(Duration::from_secs(1));
-    h.add_controller("replicaset-controller", || true);
+    h.add_controller("replicaset-controller", || true, || false);
     tokio::time::advance(Duration::from_secs(2)).await;
     let (code, body) = get(&h, "/healthz").await;
     assert_eq!(code, StatusCode::INTERNAL_SERVER_ERROR);
@@ -109,10 +111,45 @@ async fn a_failing_check_is_listed_and_its_own_path_says_why() {
     assert_eq!(get(&h, "/healthz?exclude=shardManager").await.0, StatusCode::OK);
 }
 
+/// A controller that stopped on a panic fails its check, and with it `/healthz` and `/livez`, so
+/// that a liveness probe restarts the process (KCM's would have crashed); it is not ready either.
+#[tokio::test]
+async fn a_stopped_controller_fails_its_check() {
+    let h = Arc::new(Health::default());
+    let stopped = Arc::new(AtomicBool::new(false));
+    let flag = stopped.clone();
+    let probe = stopped.clone();
+    h.add_controller(
+        "garbage-collector-controller",
+        move || !probe.load(Ordering::SeqCst),
+        move || flag.load(Ordering::SeqCst),
+    );
+    h.add_controller("job-controller", || true, || false);
+    assert_eq!(get(&h, "/livez").await.0, StatusCode::OK);
+    stopped.store(true, Ordering::SeqCst);
+    let (code, body) = get(&h, "/healthz").await;
+    assert_eq!(code, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(
+        body,
+        "[-]garbage-collector-controller failed: reason withheld\n[+]job-controller ok\nhealthz check failed\n"
+    );
+    assert_eq!(get(&h, "/livez").await.0, StatusCode::INTERNAL_SERVER_ERROR);
+    let (code, body) = get(&h, "/healthz/garbage-collector-controller").await;
+    assert_eq!(code, StatusCode::INTERNAL_SERVER_ERROR);
+    assert!(body.contains("stopped on a panic"), "{body}");
+    assert_eq!(
+        get(&h, "/readyz").await,
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "stopped on a panic: garbage-collector-controller".into()
+        )
+    );
+}
+
 #[tokio::test]
 async fn each_healthz_answer_counts_in_the_slis_until_a_delete() {
     let h = Arc::new(Health::default());
-    h.add_controller("replicaset-controller", || true);
+    h.add_controller("replicaset-controller", || true, || false);
     get(&h, "/healthz").await;
     get(&h, "/healthz?verbose").await;
     get(&h, "/livez").await;

@@ -210,7 +210,7 @@ impl Metrics {
         );
         r.register(
             "kcm_rs_controller_sync_panics",
-            "Syncs that panicked; the worker caught the panic and retried the object with backoff",
+            "Panics of a controller: in a sync, caught and the object retried with backoff; or outside its syncs, which stopped the controller",
             m.sync_panics.clone(),
         );
         r.register(

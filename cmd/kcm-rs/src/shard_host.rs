@@ -78,9 +78,12 @@ impl sharding::Host for Host {
         };
         factory.start(s.cancel);
         for c in &running {
-            let synced = c.synced.clone();
-            self.health
-                .add_controller(&format!("{}/{shard}", c.name), move || synced());
+            let (synced, stopped) = (c.synced.clone(), c.stopped.clone());
+            self.health.add_controller(
+                &format!("{}/{shard}", c.name),
+                move || synced(),
+                move || stopped(),
+            );
         }
         let health = self.health.clone();
         Ok(Running {

@@ -20,7 +20,8 @@ pub trait SyncMetrics: Send + Sync + 'static {
         let _ = (group, resource);
     }
     /// `kcm_rs_controller_sync_panics_total{controller}`: a sync panicked; the worker caught it and
-    /// retries the key (kcm-rs only: upstream's process would crash).
+    /// retries the key. Also counts a panic outside the syncs, which stops the controller (see
+    /// `Started::synced`). kcm-rs only: upstream's process would crash.
     fn panic(&self) {}
 }
 

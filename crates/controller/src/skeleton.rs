@@ -8,9 +8,16 @@
 //! [`spawn`], whose [`Started`] carries what the health checks and the shutdown need, or with
 //! [`spawn_gated`], whose workers also wait for a condition of the binary's (a shard's write fence).
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    panic::AssertUnwindSafe,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
 
-use futures::future::BoxFuture;
+use futures::{FutureExt as _, future::BoxFuture};
 use informer::{
     EventHandler, HandlerRegistration, HasSynced, ObjectKey, SharedInformer, WorkQueue, wait_for_cache_sync,
 };
@@ -21,7 +28,7 @@ use crate::{
     EventRecorder,
     consistency::{ConsistencyStore, StaleCache},
     metrics::SyncMetrics,
-    worker::{DEFAULT_DRAIN_TIMEOUT, Reconciler, WorkerOptions, run_workers},
+    worker::{DEFAULT_DRAIN_TIMEOUT, Reconciler, WorkerOptions, panic_message, run_workers},
 };
 
 /// A workload controller as the skeleton runs it.
@@ -208,9 +215,14 @@ pub async fn run_gated<C: Controller>(
 /// A controller started by [`spawn`].
 pub struct Started {
     pub name: &'static str,
-    /// Whether its caches have synced: its health check.
+    /// Whether its caches have synced and it still runs: its readiness.
     pub synced: Arc<dyn Fn() -> bool + Send + Sync>,
-    /// Ends once its workers have drained after cancellation.
+    /// Whether it ended on a panic outside its syncs (a loop of its own beside the workers, the
+    /// wait for its caches), which ends the whole controller: its health check then fails for good,
+    /// so that a liveness probe restarts the process where KCM's would have crashed, rather than a
+    /// dead controller reporting healthy.
+    pub stopped: Arc<dyn Fn() -> bool + Send + Sync>,
+    /// Ends once its workers have drained after cancellation, or at once after such a panic.
     pub task: JoinHandle<()>,
 }
 
@@ -236,10 +248,29 @@ pub fn spawn_gated<C: Controller>(
 ) -> Started {
     let controller = Arc::new(controller);
     let probe = controller.clone();
+    let stopped = Arc::new(AtomicBool::new(false));
+    let metrics = controller.wiring().metrics().clone();
+    let run = AssertUnwindSafe(run_gated(controller, cancel.clone(), gate)).catch_unwind();
+    let task = {
+        let stopped = stopped.clone();
+        tokio::spawn(async move {
+            if let Err(payload) = run.await {
+                stopped.store(true, Ordering::SeqCst);
+                metrics.panic();
+                tracing::error!(
+                    controller = C::NAME,
+                    panic = panic_message(payload.as_ref()),
+                    "the controller stopped on a panic outside its syncs; its health check fails from now on"
+                );
+            }
+        })
+    };
+    let running = stopped.clone();
     Started {
         name: C::NAME,
-        synced: Arc::new(move || probe.has_synced()),
-        task: tokio::spawn(run_gated(controller, cancel.clone(), gate)),
+        synced: Arc::new(move || !running.load(Ordering::SeqCst) && probe.has_synced()),
+        stopped: Arc::new(move || stopped.load(Ordering::SeqCst)),
+        task,
     }
 }
 

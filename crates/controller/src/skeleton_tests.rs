@@ -124,3 +124,57 @@ async fn a_stopped_controller_has_written_its_events_when_its_task_ends() {
     let written = server.list::<k8s_openapi::api::core::v1::Event>();
     assert_eq!(written.len(), 3, "{written:?}");
 }
+
+/// A controller whose loop beside the workers panics once its caches have synced.
+struct Crasher {
+    wiring: Wiring,
+}
+
+impl Reconciler for Crasher {
+    type Error = String;
+
+    async fn sync(&self, _: &ObjectKey) -> Result<Option<std::time::Duration>, String> {
+        Ok(None)
+    }
+}
+
+impl Controller for Crasher {
+    const NAME: &'static str = "crasher";
+
+    fn wiring(&self) -> &Wiring {
+        &self.wiring
+    }
+
+    fn run_beside(
+        self: &Arc<Self>,
+        _: WorkerOptions,
+        _: CancellationToken,
+    ) -> Option<BoxFuture<'static, ()>> {
+        Some(Box::pin(async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            panic!("the graph broke");
+        }))
+    }
+}
+
+/// A panic outside the syncs ends the controller: its health check must say so instead of
+/// reporting a dead controller as synced, and the panic must not reach whoever awaits its task.
+#[tokio::test(start_paused = true)]
+async fn a_panic_outside_the_syncs_fails_the_health_check() {
+    let cancel = CancellationToken::new();
+    let started = spawn(
+        Crasher {
+            wiring: Wiring::new(WorkQueue::new(), 1, Arc::new(NoopMetrics)),
+        },
+        &cancel,
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!((started.synced)(), "running, with its caches synced");
+    assert!(!(started.stopped)());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(started.task.is_finished(), "the panic ended the controller");
+    assert!((started.stopped)(), "a stopped controller is not healthy");
+    assert!(!(started.synced)(), "nor ready");
+    started.task.await.expect("the panic was caught");
+    assert!(!cancel.is_cancelled(), "the other controllers go on");
+}

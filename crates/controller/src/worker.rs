@@ -165,7 +165,7 @@ impl<K: QueueItem + Ord + Display, R: Reconciler<K>> Worker<K, R> {
     }
 }
 
-fn panic_message(payload: &(dyn Any + Send)) -> &str {
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
     payload
         .downcast_ref::<&str>()
         .copied()
