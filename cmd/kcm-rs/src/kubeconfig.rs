@@ -1,23 +1,40 @@
-//! Where the clients' configuration comes from, as KCM finds its own: `--kubeconfig`, else
-//! in-cluster; kcm-rs then also looks at `$KUBECONFIG` and `~/.kube/config`, as kube does; `--master`
-//! overrides the server. kube's loader is used with one change (see [`from_kubeconfig`]): the
-//! environment's proxy is read later, by the transport, as client-go reads it.
+//! Where the clients' configuration comes from, as KCM finds its own (client-go
+//! `BuildConfigFromFlags`): `--kubeconfig`, with `--master` overriding its server; `--master` alone
+//! is the server and nothing else, no credentials; neither is in-cluster, where kcm-rs then also
+//! looks at `$KUBECONFIG` and `~/.kube/config`, as kube does. kube's loader is used with one change
+//! (see [`from_kubeconfig`]): the environment's proxy is read later, by the transport, as client-go
+//! reads it.
 
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 
 use crate::{client::ClientError, flags::Args};
 
 /// The client configuration: `--kubeconfig`, else in-cluster, `$KUBECONFIG`, `~/.kube/config`; then
-/// `--master` overrides the server address.
+/// `--master` overrides the server address. `--master` without `--kubeconfig` reads no credentials
+/// from anywhere: KCM then loads an empty configuration with the server set (an anonymous client,
+/// the system's CAs), and a pod's token or a user's kubeconfig must not go to a server named
+/// instead of theirs.
 pub async fn config(args: &Args) -> Result<kube::Config, ClientError> {
-    let mut config = config_from(args.kubeconfig.as_deref()).await?;
-    if let Some(master) = &args.master {
-        config.cluster_url = master.parse().map_err(|source| ClientError::Master {
-            master: master.clone(),
-            source,
-        })?;
+    let master = args
+        .master
+        .as_ref()
+        .map(|master| {
+            master.parse().map_err(|source| ClientError::Master {
+                master: master.clone(),
+                source,
+            })
+        })
+        .transpose()?;
+    match (args.kubeconfig.as_deref(), master) {
+        (None, Some(server)) => Ok(kube::Config::new(server)),
+        (path, master) => {
+            let mut config = config_from(path).await?;
+            if let Some(server) = master {
+                config.cluster_url = server;
+            }
+            Ok(config)
+        }
     }
-    Ok(config)
 }
 
 /// The configuration in the kubeconfig at `path`; without one, in-cluster, else `$KUBECONFIG` or
@@ -99,3 +116,7 @@ fn current_cluster(kc: &mut Kubeconfig) -> Option<&mut kube::config::Cluster> {
         .cluster
         .as_mut()
 }
+
+#[cfg(test)]
+#[path = "kubeconfig_tests.rs"]
+mod tests;
