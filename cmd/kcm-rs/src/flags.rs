@@ -5,7 +5,7 @@ use std::{collections::BTreeMap, ffi::OsString, path::PathBuf, time::Duration};
 use clap::{ArgAction, CommandFactory as _, FromArgMatches as _, Parser, ValueEnum, error::ErrorKind};
 use controller::features::{FeatureGates, Setting};
 
-use crate::duration::go_duration;
+use crate::{duration::go_duration, go_int::parse_i32};
 
 /// KCM's `--controllers` default: every controller that is enabled by default.
 pub const DEFAULT_CONTROLLERS: &str = "*";
@@ -303,24 +303,23 @@ fn lock_type(s: &str) -> Result<String, String> {
 /// TTL-after-finished controllers: any 32-bit integer, none of them validated; zero or less starts
 /// no worker (the controller's caches sync, nothing is synced). The Job and CronJob controllers'
 /// counts KCM refuses below 1 ([`at_least_one`]).
+/// A worker count as KCM's `Int32` flags read it (`crate::go_int`); zero or fewer starts no
+/// worker, as in KCM.
 fn workers(s: &str) -> Result<usize, String> {
-    s.parse::<i32>()
+    parse_i32(s)
         .map(|n| usize::try_from(n).unwrap_or(0))
-        .map_err(|_| format!("must be a 32-bit integer, not {s:?}"))
+        .ok_or_else(|| format!("must be a 32-bit integer, not {s:?}"))
 }
 
 fn at_least_one(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
+    match parse_i32(s).map(usize::try_from) {
+        Some(Ok(n)) if n >= 1 => Ok(n),
         _ => Err(format!("must be an integer of at least 1, not {s:?}")),
     }
 }
 
 fn at_least_one_u32(s: &str) -> Result<u32, String> {
-    match s.parse::<u32>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!("must be an integer of at least 1, not {s:?}")),
-    }
+    at_least_one(s).map(|n| u32::try_from(n).expect("parse_i32 is at most i32::MAX"))
 }
 
 fn positive_f64(s: &str) -> Result<f64, String> {

@@ -176,3 +176,27 @@ fn the_garbage_collectors_flags_read_as_kcms() {
             .enable_garbage_collector
     );
 }
+
+/// KCM's integer flags are pflag `Int32`s, read by `strconv.ParseInt(s, 0, 32)`.
+#[test]
+fn integer_flags_read_go_integer_syntax() {
+    let a = parse(&[
+        "--concurrent-deployment-syncs=0x10",
+        "--concurrent-job-syncs=010",
+        "--kube-api-burst=1_000",
+        "--concurrent-gc-syncs=-1",
+    ])
+    .unwrap();
+    assert_eq!(a.concurrent_deployment_syncs, 16);
+    assert_eq!(a.concurrent_job_syncs, 8);
+    assert_eq!(a.kube_api_burst, 1000);
+    assert_eq!(a.concurrent_gc_syncs, 0, "no worker, as in KCM");
+    for refused in [
+        "--concurrent-job-syncs=0",
+        "--kube-api-burst=0x0",
+        "--concurrent-rc-syncs=08",
+        "--concurrent-replicaset-syncs=2147483648",
+    ] {
+        assert!(parse(&[refused]).is_err(), "{refused}");
+    }
+}

@@ -21,6 +21,7 @@ mod duration;
 mod edit;
 mod embed;
 mod flags;
+mod go_int;
 mod guard;
 mod healthz;
 mod job_metrics;
