@@ -47,7 +47,7 @@ kcm_rs_bin=${KCM_RS_BIN:-$root/target/debug/kcm-rs}
 # fails the run instead of being skipped.
 e2e_suites=(informer_disruptive secure_serving replicaset deployment job shadow rbac leader_election
   leader_election_load sharding layout_change shard_faults embedded ttl_after_finished cronjob
-  namespace_controller serviceaccount_controller garbage_collector)
+  namespace_controller serviceaccount_controller garbage_collector pod_garbage_collector)
 # Randomized, with short seeds unless KCM_RS_SOAK_SECONDS / KCM_RS_RANDOM_SECONDS say otherwise.
 soak_suites=(replicaset_soak deployment_soak job_soak random_differential)
 # Need the kcm-rs:dev image (hack/image.sh) and podman: `make image-e2e`, `make test`. static_pod is
@@ -61,7 +61,7 @@ declare -A known_seconds=(
   [parallel]=305 [informer_disruptive]=35 [secure_serving]=117 [replicaset]=210 [deployment]=171
   [job]=265 [shadow]=258 [rbac]=219 [leader_election]=63 [leader_election_load]=99 [sharding]=377
   [layout_change]=108 [shard_faults]=256 [embedded]=33 [ttl_after_finished]=63 [cronjob]=274
-  [namespace_controller]=60 [serviceaccount_controller]=60 [garbage_collector]=105
+  [namespace_controller]=60 [serviceaccount_controller]=60 [garbage_collector]=105 [pod_garbage_collector]=150
   [replicaset_soak]=175 [deployment_soak]=88 [job_soak]=144 [random_differential]=224 [image]=21
   [static_pod]=25 [conformance-ci]=320 [bench-smoke]=226 [kwokctl]=15 [envtest-go]=28 [envtest-rs]=14
 )

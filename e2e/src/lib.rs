@@ -15,6 +15,7 @@ pub mod json;
 mod kcm_rs;
 mod namespace;
 pub mod namespace_scenarios;
+pub mod podgc_scenarios;
 pub mod podman;
 pub mod pods;
 pub mod random_differential;

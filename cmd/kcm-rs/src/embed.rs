@@ -45,10 +45,10 @@ pub enum EmbedError {
 
 /// A builder for the controllers in this process. By default every workload controller kcm-rs
 /// implements (`*`), in every namespace, without leader election. Where no kube-controller-manager
-/// runs beside it (envtest), also name the namespace and ServiceAccount controllers and the garbage
-/// collector, which `*` leaves out: `.controllers(["*", "namespace-controller",
-/// "serviceaccount-controller", "garbage-collector-controller"])`; they use the caller's client as
-/// it is.
+/// runs beside it (envtest), also name the namespace and ServiceAccount controllers and the two
+/// garbage collectors, which `*` leaves out: `.controllers(["*", "namespace-controller",
+/// "serviceaccount-controller", "garbage-collector-controller",
+/// "pod-garbage-collector-controller"])`; they use the caller's client as it is.
 ///
 /// ```no_run
 /// # async fn f(client: kube::Client) -> Result<(), kcm_rs::EmbedError> {

@@ -179,6 +179,11 @@ pub struct Args {
     #[arg(long, default_value = DEFAULT_NAMESPACE_SYNC_PERIOD, value_parser = go_duration, help_heading = "Controller flags")]
     pub namespace_sync_period: Duration,
 
+    /// Number of terminated pods that can exist before the terminated pod garbage collector starts
+    /// deleting terminated pods. If <= 0, the terminated pod garbage collector is disabled.
+    #[arg(long, default_value_t = podgc::DEFAULT_TERMINATED_THRESHOLD, value_parser = go_i32, allow_negative_numbers = true, help_heading = "Controller flags")]
+    pub terminated_pod_gc_threshold: i32,
+
     /// The number of ttl-after-finished-controller workers that are allowed to sync concurrently.
     #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = workers, help_heading = "Controller flags")]
     pub concurrent_ttl_after_finished_syncs: usize,
@@ -309,6 +314,10 @@ fn workers(s: &str) -> Result<usize, String> {
     parse_i32(s)
         .map(|n| usize::try_from(n).unwrap_or(0))
         .ok_or_else(|| format!("must be a 32-bit integer, not {s:?}"))
+}
+
+fn go_i32(s: &str) -> Result<i32, String> {
+    parse_i32(s).ok_or_else(|| format!("must be a 32-bit integer, not {s:?}"))
 }
 
 fn at_least_one(s: &str) -> Result<usize, String> {

@@ -247,6 +247,11 @@ impl Metrics {
         m
     }
 
+    /// The pod garbage collector's metrics, registered beside the others.
+    pub fn podgc_metrics(&self) -> Arc<crate::podgc_metrics::PromPodGcMetrics> {
+        crate::podgc_metrics::PromPodGcMetrics::register(&mut self.registry.lock())
+    }
+
     /// The Job controller's metrics, registered beside the others.
     pub fn job_metrics(&self) -> Arc<crate::job_metrics::PromJobMetrics> {
         crate::job_metrics::PromJobMetrics::register(&mut self.registry.lock())

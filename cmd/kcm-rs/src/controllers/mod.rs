@@ -18,6 +18,7 @@ use garbagecollector::GarbageCollector;
 use informer::SharedInformerFactory;
 use job::{JobController, JobOptions};
 use namespace::{NamespaceController, NamespaceOptions};
+use podgc::PodGarbageCollector;
 use replicaset::{ReplicaKind, ReplicaSetController, ReplicaSetOptions};
 use serviceaccount::ServiceAccountController;
 use tokio_util::sync::CancellationToken;
@@ -131,6 +132,19 @@ pub const CONTROLLERS: &[Descriptor] = &[
         workers: |a| a.concurrent_namespace_syncs,
         switched_off: |_| false,
         start: start_namespace,
+    },
+    Descriptor {
+        name: podgc::COMPONENT,
+        alias: "podgc",
+        role: podgc::ROLE,
+        on_by_default: false,
+        rates: RateScale::ONE,
+        cluster_wide: true,
+        unimplemented_gate: |_| None,
+        // One pass at a time, as upstream's loop.
+        workers: |_| 1,
+        switched_off: |_| false,
+        start: start_pod_gc,
     },
     Descriptor {
         name: replicaset::COMPONENT,
@@ -324,6 +338,14 @@ fn start_namespace(cx: &StartContext<'_>, context: Context<'_>) -> Started {
 
 fn start_garbage_collector(cx: &StartContext<'_>, context: Context<'_>) -> Started {
     spawn::<GarbageCollector>(cx, context, ())
+}
+
+fn start_pod_gc(cx: &StartContext<'_>, context: Context<'_>) -> Started {
+    let options = podgc::Options {
+        terminated_threshold: cx.args.terminated_pod_gc_threshold,
+        metrics: cx.metrics.podgc_metrics(),
+    };
+    spawn::<PodGarbageCollector>(cx, context, options)
 }
 
 fn start_service_account(cx: &StartContext<'_>, context: Context<'_>) -> Started {

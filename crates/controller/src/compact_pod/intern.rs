@@ -25,6 +25,8 @@ const KNOWN: &[&str] = &[
     "DisruptionTarget",
     "PodResizePending",
     "PodResizeInProgress",
+    // Status reasons.
+    "Evicted",
     "Always",
     "OnFailure",
     "Never",

@@ -1,5 +1,5 @@
 //! The pod as the workload controllers cache it: a typed projection of `core/v1` Pod holding only what
-//! the ReplicaSet, Deployment and Job controllers read.
+//! the ReplicaSet, Deployment and Job controllers and the pod garbage collector read.
 //!
 //! Why a type of our own rather than a transform: `k8s-openapi`'s `Pod` keeps every optional field
 //! inline (2.4 KiB for the struct, 2.1 KiB per `Container`, 3.2 KiB per `Volume`, before any content),
@@ -95,6 +95,14 @@ pub struct PodStatus {
         skip_serializing_if = "Option::is_none"
     )]
     pub phase: Option<ApiStr>,
+    /// Why the pod is in its phase (`Evicted`: the pod garbage collector deletes evicted pods
+    /// first).
+    #[serde(
+        default,
+        deserialize_with = "intern::opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reason: Option<ApiStr>,
     #[serde(default, deserialize_with = "shrunk", skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<PodCondition>>,
     #[serde(default, deserialize_with = "shrunk", skip_serializing_if = "Option::is_none")]

@@ -57,6 +57,8 @@ struct WireMeta {
     uid: Bytes,
     #[prost(bytes = "bytes", tag = "6")]
     resource_version: Bytes,
+    #[prost(int64, optional, tag = "7")]
+    generation: Option<i64>,
     #[prost(message, optional, tag = "8")]
     creation_timestamp: Option<WireTime>,
     #[prost(message, optional, tag = "9")]
@@ -133,6 +135,8 @@ struct WireStatus {
     phase: Bytes,
     #[prost(message, repeated, tag = "2")]
     conditions: Vec<WireCondition>,
+    #[prost(bytes = "bytes", tag = "4")]
+    reason: Bytes,
     #[prost(message, repeated, tag = "8")]
     container_statuses: Vec<WireContainerStatus>,
     #[prost(message, repeated, tag = "10")]
@@ -193,6 +197,7 @@ impl WireMeta {
             namespace: non_empty(&self.namespace)?,
             uid: non_empty(&self.uid)?,
             resource_version: non_empty(&self.resource_version)?,
+            generation: self.generation,
             creation_timestamp: self.creation_timestamp.and_then(WireTime::into_time),
             deletion_timestamp: self.deletion_timestamp.and_then(WireTime::into_time),
             deletion_grace_period_seconds: self.deletion_grace_period_seconds,
@@ -244,6 +249,7 @@ impl WireStatus {
     fn into_status(self) -> Result<super::PodStatus, WireError> {
         Ok(super::PodStatus {
             phase: interned_non_empty(&self.phase)?,
+            reason: interned_non_empty(&self.reason)?,
             conditions: non_empty_list(self.conditions, |c| {
                 Ok(super::PodCondition {
                     type_: interned(&c.r#type)?,

@@ -1,0 +1,243 @@
+//! Wiring (the shared pod and node informers, gating the start, with no handlers: upstream's
+//! collector reads only its listers) and the pass that runs every [`CHECK_PERIOD`] (upstream
+//! `PodGCController.Run` and `gc`): decide on the caches, force-delete what was decided, four
+//! groups one after the other, each group's deletions at once.
+
+use std::{
+    collections::{BTreeSet, HashMap},
+    sync::Arc,
+    time::Duration,
+};
+
+use controller::{
+    Build, Clock, CompactPod as Pod, Context, ControlError, Controller, Reconciler, SystemClock, Wiring,
+    shadow::ShadowState,
+};
+use futures::future::join_all;
+use informer::{HandlerFns, InformerOptions, LabelMatcher, Lister, ObjectKey};
+use k8s_openapi::api::core::v1::Node;
+use kube::{Api, Client};
+use parking_lot::Mutex;
+
+use crate::{
+    decide::{NodeState, Reason, decide, orphans},
+    force_delete::{Disruption, NODE_GONE, force_delete},
+    metrics::PodGcMetrics,
+    quarantine::Quarantine,
+};
+
+/// KCM's name for the controller (`names.PodGarbageCollectorController`).
+pub const COMPONENT: &str = "pod-garbage-collector-controller";
+/// Its client's name and bootstrap role (`system:controller:pod-garbage-collector`).
+pub const ROLE: &str = "pod-garbage-collector";
+/// The queue holding its one key: a pass is due.
+pub const QUEUE_NAME: &str = "pod_garbage_collector";
+/// How long after a pass the next one starts (upstream `gcCheckPeriod`).
+pub const CHECK_PERIOD: Duration = Duration::from_secs(20);
+/// KCM's `--terminated-pod-gc-threshold` default (`PodGCControllerConfiguration`).
+pub const DEFAULT_TERMINATED_THRESHOLD: i32 = 12_500;
+
+/// What is the pod garbage collector's alone.
+#[derive(Clone)]
+pub struct Options {
+    /// Terminated pods kept before the oldest are deleted; 0 or less keeps them all.
+    pub terminated_threshold: i32,
+    pub metrics: Arc<dyn PodGcMetrics>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            terminated_threshold: DEFAULT_TERMINATED_THRESHOLD,
+            metrics: Arc::new(()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("terminated_threshold", &self.terminated_threshold)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The pod garbage collector.
+pub struct PodGarbageCollector {
+    wiring: Wiring,
+    pods: Lister<Pod>,
+    nodes: Lister<Node>,
+    client: Client,
+    options: Options,
+    quarantine: Mutex<Quarantine>,
+    clock: Arc<dyn Clock>,
+    /// Set in shadow mode: a pass decides and logs what it would delete, and writes nothing.
+    shadow: Option<Arc<ShadowState>>,
+}
+
+impl std::fmt::Debug for PodGarbageCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PodGarbageCollector")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Build for PodGarbageCollector {
+    type Options = Options;
+    type Shadow = Self;
+
+    fn build(cx: Context<'_>, options: Options) -> Self {
+        Self::with_shadow(cx, options, None)
+    }
+
+    fn shadow(cx: Context<'_>, state: Arc<ShadowState>, options: Options) -> Self {
+        Self::with_shadow(cx, options, Some(state))
+    }
+}
+
+/// The one key of the queue.
+fn pass_key() -> ObjectKey {
+    ObjectKey::new(None, "pass")
+}
+
+impl PodGarbageCollector {
+    fn with_shadow(cx: Context<'_>, options: Options, shadow: Option<Arc<ShadowState>>) -> Self {
+        let pods = cx.informer::<Pod>();
+        let nodes = cx.factory.cluster::<Node>(InformerOptions::default());
+        let (queue, mut wiring) = cx.wiring(QUEUE_NAME);
+        wiring = wiring.with_resync(None);
+        wiring.watch(&pods, HandlerFns::new());
+        wiring.watch(&nodes, HandlerFns::new());
+        queue.add(pass_key());
+        Self {
+            wiring,
+            pods: pods.lister(),
+            nodes: nodes.lister(),
+            client: cx.client,
+            options,
+            quarantine: Mutex::new(Quarantine::default()),
+            clock: Arc::new(SystemClock),
+            shadow,
+        }
+    }
+
+    /// One pass over the caches.
+    async fn pass(&self) {
+        let pods = self.pods.list(&LabelMatcher::Everything);
+        let nodes: HashMap<String, NodeState> = self
+            .nodes
+            .list(&LabelMatcher::Everything)
+            .iter()
+            .filter_map(|n| Some((n.metadata.name.clone()?, NodeState::of(n))))
+            .collect();
+        let plan = decide(&pods, &nodes, self.options.terminated_threshold);
+        if !plan.terminated.is_empty() {
+            tracing::info!(pods = plan.terminated.len(), "garbage collecting pods");
+        }
+        self.collect(&plan.terminated, Reason::Terminated, None).await;
+        self.collect(&plan.out_of_service, Reason::OutOfService, None)
+            .await;
+        let ready = {
+            let now = tokio::time::Instant::now();
+            let mut quarantine = self.quarantine.lock();
+            quarantine.add(&plan.missing_nodes, now);
+            quarantine.take_ready(now)
+        };
+        let gone = self.deleted_nodes(ready, &nodes).await;
+        for pod in orphans(&pods, &gone) {
+            tracing::info!(pod = %key(&pod), node = ?pod.spec.as_ref().and_then(|s| s.node_name.as_deref()),
+                "found orphaned pod assigned to the node, deleting");
+            self.collect(std::slice::from_ref(&pod), Reason::Orphaned, Some(NODE_GONE))
+                .await;
+        }
+        for pod in &plan.unscheduled {
+            tracing::info!(pod = %key(pod), "found unscheduled terminating pod not assigned to any node, deleting");
+            self.collect(std::slice::from_ref(pod), Reason::Unscheduled, None)
+                .await;
+        }
+    }
+
+    /// The nodes of `ready` the cache still does not hold that the API server says are gone; a
+    /// lookup that fails leaves its node for a later pass.
+    async fn deleted_nodes(
+        &self,
+        ready: Vec<String>,
+        cached: &HashMap<String, NodeState>,
+    ) -> BTreeSet<String> {
+        let api: Api<Node> = Api::all(self.client.clone());
+        let mut gone = BTreeSet::new();
+        for name in ready.into_iter().filter(|n| !cached.contains_key(n)) {
+            match api.get_opt(&name).await {
+                Ok(None) => {
+                    gone.insert(name);
+                }
+                Ok(Some(_)) => {}
+                Err(e) => tracing::error!(node = %name, "error while getting node: {e}"),
+            }
+        }
+        gone
+    }
+
+    /// Force-deletes `pods` at once, counting each and each failure.
+    async fn collect(&self, pods: &[Arc<Pod>], reason: Reason, condition: Option<Disruption>) {
+        if pods.is_empty() {
+            return;
+        }
+        if self.shadow.is_some() {
+            for pod in pods {
+                tracing::info!(pod = %key(pod), reason = reason.label(), "shadow: kcm-rs would force-delete the pod");
+            }
+            return;
+        }
+        let now = self.clock.now();
+        let results = join_all(pods.iter().map(|pod| async move {
+            tracing::info!(pod = %key(pod), "PodGC is force deleting Pod");
+            (pod, force_delete(&self.client, pod, condition, now).await)
+        }))
+        .await;
+        for (pod, result) in results {
+            let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+            self.options.metrics.force_delete(ns, reason.label());
+            match result {
+                Ok(()) if reason == Reason::Orphaned || reason == Reason::Unscheduled => {
+                    tracing::info!(pod = %key(pod), reason = reason.label(), "forced deletion of pod succeeded");
+                }
+                Ok(()) => {}
+                Err(e) => self.failed(pod, reason, &e),
+            }
+        }
+    }
+
+    fn failed(&self, pod: &Pod, reason: Reason, e: &ControlError) {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+        self.options.metrics.force_delete_error(ns, reason.label());
+        tracing::error!(pod = %key(pod), reason = reason.label(), "failed to force-delete pod: {e}");
+    }
+}
+
+fn key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+impl Reconciler for PodGarbageCollector {
+    type Error = std::convert::Infallible;
+
+    /// A pass; the next one [`CHECK_PERIOD`] after it ends, as `wait.UntilWithContext` runs it.
+    async fn sync(&self, _: &ObjectKey) -> Result<Option<Duration>, Self::Error> {
+        self.pass().await;
+        Ok(Some(CHECK_PERIOD))
+    }
+}
+
+impl Controller for PodGarbageCollector {
+    const NAME: &'static str = COMPONENT;
+
+    fn wiring(&self) -> &Wiring {
+        &self.wiring
+    }
+}
