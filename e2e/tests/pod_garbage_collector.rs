@@ -37,4 +37,5 @@ async fn disruptive_pod_garbage_collector_matches_upstream() {
     )
     .await;
     assert_agree("pod-garbage-collector-controller", &scenarios, &both);
+    assert!(both.panics.is_empty(), "kcm-rs panicked: {:?}", both.panics);
 }

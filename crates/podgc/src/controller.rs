@@ -17,7 +17,6 @@ use futures::future::join_all;
 use informer::{HandlerFns, InformerOptions, LabelMatcher, Lister, ObjectKey};
 use k8s_openapi::api::core::v1::Node;
 use kube::{Api, Client};
-use parking_lot::Mutex;
 
 use crate::{
     decide::{NodeState, Reason, decide, orphans},
@@ -69,7 +68,7 @@ pub struct PodGarbageCollector {
     nodes: Lister<Node>,
     client: Client,
     options: Options,
-    quarantine: Mutex<Quarantine>,
+    quarantine: Quarantine,
     clock: Arc<dyn Clock>,
     /// Set in shadow mode: a pass decides and logs what it would delete, and writes nothing.
     shadow: Option<Arc<ShadowState>>,
@@ -116,7 +115,7 @@ impl PodGarbageCollector {
             nodes: nodes.lister(),
             client: cx.client,
             options,
-            quarantine: Mutex::new(Quarantine::default()),
+            quarantine: Quarantine::new(cx.metrics),
             clock: Arc::new(SystemClock),
             shadow,
         }
@@ -136,23 +135,22 @@ impl PodGarbageCollector {
             tracing::info!(pods = plan.terminated.len(), "garbage collecting pods");
         }
         self.collect(&plan.terminated, Reason::Terminated, None).await;
+        for pod in pods.iter().filter(|p| p.metadata.deletion_timestamp.is_some()) {
+            let node = node_of(pod).unwrap_or_default();
+            if !nodes.contains_key(node) {
+                // Upstream looks up the node of every terminating pod and logs each it cannot find.
+                tracing::error!(pod = %key(pod), node, "failed to get node: not found");
+            }
+        }
         self.collect(&plan.out_of_service, Reason::OutOfService, None)
             .await;
-        let ready = {
-            let now = tokio::time::Instant::now();
-            let mut quarantine = self.quarantine.lock();
-            quarantine.add(&plan.missing_nodes, now);
-            quarantine.take_ready(now)
-        };
-        let gone = self.deleted_nodes(ready, &nodes).await;
+        self.quarantine.add(&plan.missing_nodes);
+        let gone = self.deleted_nodes(self.quarantine.take_ready(), &nodes).await;
         for pod in orphans(&pods, &gone) {
-            tracing::info!(pod = %key(&pod), node = ?pod.spec.as_ref().and_then(|s| s.node_name.as_deref()),
-                "found orphaned pod assigned to the node, deleting");
             self.collect(std::slice::from_ref(&pod), Reason::Orphaned, Some(NODE_GONE))
                 .await;
         }
         for pod in &plan.unscheduled {
-            tracing::info!(pod = %key(pod), "found unscheduled terminating pod not assigned to any node, deleting");
             self.collect(std::slice::from_ref(pod), Reason::Unscheduled, None)
                 .await;
         }
@@ -179,7 +177,8 @@ impl PodGarbageCollector {
         gone
     }
 
-    /// Force-deletes `pods` at once, counting each and each failure.
+    /// Force-deletes `pods` at once, counting each and each failure (an attempt is counted before
+    /// its writes for the out-of-service reason and after them for the others, as upstream counts).
     async fn collect(&self, pods: &[Arc<Pod>], reason: Reason, condition: Option<Disruption>) {
         if pods.is_empty() {
             return;
@@ -191,14 +190,27 @@ impl PodGarbageCollector {
             return;
         }
         let now = self.clock.now();
+        let count = |pod: &Pod| {
+            let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+            self.options.metrics.force_delete(ns, reason.label());
+        };
         let results = join_all(pods.iter().map(|pod| async move {
+            match reason {
+                Reason::Orphaned => tracing::info!(pod = %key(pod), node = node_of(pod),
+                    "found orphaned pod assigned to the node, deleting"),
+                Reason::Unscheduled => tracing::info!(pod = %key(pod),
+                    "found unscheduled terminating pod not assigned to any node, deleting"),
+                Reason::OutOfService => count(pod),
+                Reason::Terminated => {}
+            }
             tracing::info!(pod = %key(pod), "PodGC is force deleting Pod");
             (pod, force_delete(&self.client, pod, condition, now).await)
         }))
         .await;
         for (pod, result) in results {
-            let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
-            self.options.metrics.force_delete(ns, reason.label());
+            if reason != Reason::OutOfService {
+                count(pod);
+            }
             match result {
                 Ok(()) if reason == Reason::Orphaned || reason == Reason::Unscheduled => {
                     tracing::info!(pod = %key(pod), reason = reason.label(), "forced deletion of pod succeeded");
@@ -214,6 +226,10 @@ impl PodGarbageCollector {
         self.options.metrics.force_delete_error(ns, reason.label());
         tracing::error!(pod = %key(pod), reason = reason.label(), "failed to force-delete pod: {e}");
     }
+}
+
+fn node_of(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref())
 }
 
 fn key(pod: &Pod) -> String {

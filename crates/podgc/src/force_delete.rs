@@ -39,21 +39,26 @@ pub fn failed_status(pod: &Pod, condition: Option<Disruption>, now: Timestamp) -
     let generation = pod.metadata.generation.unwrap_or(0);
     let mut status = json!({"phase": "Failed", "observedGeneration": generation});
     if let Some(c) = condition {
-        let since = pod
+        // Already true: its transition time stays, even none; else it is now.
+        let since = match pod
             .status
             .as_ref()
             .and_then(|s| s.conditions.as_ref())
             .and_then(|cs| cs.iter().find(|c| c.type_ == "DisruptionTarget"))
             .filter(|c| c.status == "True")
-            .and_then(|c| c.last_transition_time.as_ref())
-            .map_or(now, |t| t.0);
+        {
+            Some(held) => held.last_transition_time.as_ref().map(|t| t.0),
+            None => Some(now),
+        };
         status["conditions"] = json!([{
             "type": "DisruptionTarget",
             "status": "True",
             "reason": c.reason,
             "message": c.message,
             "observedGeneration": generation,
-            "lastTransitionTime": since.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            // Upstream's new condition has no probe time, which clears an earlier one.
+            "lastProbeTime": null,
+            "lastTransitionTime": since.map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
         }]);
     }
     Some(json!({"metadata": {"uid": pod.metadata.uid}, "status": status}))
@@ -94,6 +99,7 @@ pub async fn force_delete(
 mod tests {
     use controller::compact_pod::{PodCondition, PodStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    use serde_json::Value;
 
     use super::*;
 
@@ -124,7 +130,7 @@ mod tests {
                 "phase": "Failed", "observedGeneration": 3,
                 "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
                     "message": "PodGC: node no longer exists", "observedGeneration": 3,
-                    "lastTransitionTime": "2026-11-30T07:00:00Z"}]}})
+                    "lastProbeTime": null, "lastTransitionTime": "2026-11-30T07:00:00Z"}]}})
         );
         assert_eq!(
             failed_status(&pod("Pending", vec![]), None, now).unwrap()["status"],
@@ -143,10 +149,63 @@ mod tests {
             status: "True".into(),
             last_transition_time: Some(Time(before)),
         };
-        let patch = failed_status(&pod("Running", vec![held]), Some(NODE_GONE), now).unwrap();
+        let patch = failed_status(&pod("Running", vec![held.clone()]), Some(NODE_GONE), now).unwrap();
         assert_eq!(
             patch["status"]["conditions"][0]["lastTransitionTime"],
             "2026-11-30T06:00:00Z"
         );
+        let untimed = PodCondition {
+            last_transition_time: None,
+            ..held.clone()
+        };
+        let patch = failed_status(&pod("Running", vec![untimed]), Some(NODE_GONE), now).unwrap();
+        assert_eq!(
+            patch["status"]["conditions"][0]["lastTransitionTime"],
+            Value::Null
+        );
+        let turned = PodCondition {
+            status: "False".into(),
+            ..held
+        };
+        let patch = failed_status(&pod("Running", vec![turned]), Some(NODE_GONE), now).unwrap();
+        assert_eq!(
+            patch["status"]["conditions"][0]["lastTransitionTime"], "2026-11-30T07:00:00Z",
+            "a condition that turns true starts now"
+        );
+    }
+
+    /// What reaches the API server: the status patch on the status subresource, then a DELETE
+    /// with no grace period (which the API server would also impose on a Failed pod, so the e2e
+    /// suite cannot tell it from a default one).
+    #[tokio::test]
+    async fn the_writes_are_a_status_patch_then_a_delete_with_no_grace_period() {
+        let server = testing::ApiServer::new();
+        let full: FullPod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
+            "spec": {"nodeName": "gone", "containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": "Running"},
+        }))
+        .unwrap();
+        server.insert(&full);
+        let mut cached = pod("Running", vec![]);
+        cached.metadata.namespace = Some("ns".into());
+        let now: Timestamp = "2026-11-30T07:00:00Z".parse().unwrap();
+        force_delete(&server.client(), &cached, Some(NODE_GONE), now)
+            .await
+            .unwrap();
+        let writes: Vec<_> = server
+            .requests()
+            .into_iter()
+            .filter(|r| r.method != "GET")
+            .collect();
+        assert_eq!(writes.len(), 2, "{writes:#?}");
+        assert_eq!(writes[0].summary(), "patch p/status");
+        assert_eq!(
+            writes[0].content_type.as_deref(),
+            Some("application/strategic-merge-patch+json")
+        );
+        assert_eq!(writes[0].body["status"]["phase"], "Failed");
+        assert_eq!(writes[1].summary(), "delete p");
+        assert_eq!(writes[1].body["gracePeriodSeconds"], 0);
     }
 }
