@@ -129,6 +129,7 @@ async fn run(args: Args, verbosity: Arc<Verbosity>) -> anyhow::Result<ExitCode> 
     }
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
+    tokio::spawn(exit_on_crash(health.clone()));
     // As KCM's, /healthz lists the election's check from the start, before the campaign.
     if elects_by_lease(&args) && args.shards <= 1 {
         health.expect_election();
@@ -451,6 +452,22 @@ async fn lead(leader: &mut Leader, cancel: &CancellationToken) {
             }
         }
         Leader::Unchallenged => cancel.cancelled().await,
+    }
+}
+
+/// How often the process looks for a controller that stopped on a panic.
+const CRASH_CHECK_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Exits once a controller has stopped on a panic outside its syncs, as KCM's process crashes on one
+/// (client-go's `HandleCrash`): what restarts it then is what restarts a crashed KCM, and its Lease,
+/// no longer renewed, goes to a standby replica. Nothing is drained: the controller is gone already.
+async fn exit_on_crash(health: Arc<Health>) {
+    loop {
+        tokio::time::sleep(CRASH_CHECK_PERIOD).await;
+        if let Some(name) = health.stopped() {
+            tracing::error!(controller = %name, "a controller stopped on a panic; exiting");
+            std::process::exit(1);
+        }
     }
 }
 

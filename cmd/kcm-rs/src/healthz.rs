@@ -92,13 +92,23 @@ impl Health {
         });
     }
 
+    /// The first controller that stopped on a panic, if one has.
+    pub fn stopped(&self) -> Option<String> {
+        self.controllers
+            .lock()
+            .iter()
+            .find(|c| (c.stopped)())
+            .map(|c| c.name.clone())
+    }
+
     /// Forgets the controllers whose name ends with `suffix` (a released shard's, `/<shard>`).
     pub fn remove_controllers(&self, suffix: &str) {
         self.controllers.lock().retain(|c| !c.name.ends_with(suffix));
     }
 
     /// The named checks in KCM's order, and their outcomes (client-go's leader election check
-    /// words its failure; a controller's check is a ping).
+    /// words its failure; a controller's check is a ping, failing only once it stopped on a panic,
+    /// until the process exits).
     async fn checks(&self) -> Vec<(String, Outcome)> {
         let mut out = Vec::new();
         let elector = self.elector.lock().clone();

@@ -112,21 +112,22 @@ async fn a_failing_check_is_listed_and_its_own_path_says_why() {
 }
 
 /// A controller that stopped on a panic fails its check, and with it `/healthz` and `/livez`, so
-/// that a liveness probe restarts the process (KCM's would have crashed); it is not ready either.
+/// until the process exits (KCM's would have crashed); it is not ready either.
 #[tokio::test]
 async fn a_stopped_controller_fails_its_check() {
     let h = Arc::new(Health::default());
     let stopped = Arc::new(AtomicBool::new(false));
     let flag = stopped.clone();
-    let probe = stopped.clone();
     h.add_controller(
         "garbage-collector-controller",
-        move || !probe.load(Ordering::SeqCst),
+        || true,
         move || flag.load(Ordering::SeqCst),
     );
     h.add_controller("job-controller", || true, || false);
     assert_eq!(get(&h, "/livez").await.0, StatusCode::OK);
+    assert_eq!(h.stopped(), None);
     stopped.store(true, Ordering::SeqCst);
+    assert_eq!(h.stopped().as_deref(), Some("garbage-collector-controller"));
     let (code, body) = get(&h, "/healthz").await;
     assert_eq!(code, StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(

@@ -215,12 +215,14 @@ pub async fn run_gated<C: Controller>(
 /// A controller started by [`spawn`].
 pub struct Started {
     pub name: &'static str,
-    /// Whether its caches have synced and it still runs: its readiness.
+    /// Whether its caches have synced: its readiness, and what a shard's write fence waits for.
+    /// It says nothing of [`Started::stopped`]: a fence closed by one stopped controller would hold
+    /// every other controller of the shard back while the shard stays held.
     pub synced: Arc<dyn Fn() -> bool + Send + Sync>,
     /// Whether it ended on a panic outside its syncs (a loop of its own beside the workers, the
-    /// wait for its caches), which ends the whole controller: its health check then fails for good,
-    /// so that a liveness probe restarts the process where KCM's would have crashed, rather than a
-    /// dead controller reporting healthy.
+    /// wait for its caches), which ends the whole controller. The binary then exits, as KCM's
+    /// process crashes on such a panic, and until it does the controller's health check fails,
+    /// rather than a dead controller reporting healthy.
     pub stopped: Arc<dyn Fn() -> bool + Send + Sync>,
     /// Ends once its workers have drained after cancellation, or at once after such a panic.
     pub task: JoinHandle<()>,
@@ -260,15 +262,14 @@ pub fn spawn_gated<C: Controller>(
                 tracing::error!(
                     controller = C::NAME,
                     panic = panic_message(payload.as_ref()),
-                    "the controller stopped on a panic outside its syncs; its health check fails from now on"
+                    "the controller stopped on a panic outside its syncs"
                 );
             }
         })
     };
-    let running = stopped.clone();
     Started {
         name: C::NAME,
-        synced: Arc::new(move || !running.load(Ordering::SeqCst) && probe.has_synced()),
+        synced: Arc::new(move || probe.has_synced()),
         stopped: Arc::new(move || stopped.load(Ordering::SeqCst)),
         task,
     }
