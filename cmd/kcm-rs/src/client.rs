@@ -64,6 +64,8 @@ pub enum ClientError {
         master: String,
         source: http::uri::InvalidUri,
     },
+    #[error("--master {master:?}: host must be a URL or a host:port pair")]
+    NoHost { master: String },
     #[error("--kube-api-qps {qps} is out of range")]
     Qps { qps: f64 },
     #[error("--kube-api-burst must be at least 1")]
@@ -82,11 +84,16 @@ pub enum ClientError {
 
 /// The clients that review the endpoint server's requests: `--authentication-kubeconfig` and
 /// `--authorization-kubeconfig` when given, else the controllers' configuration; never read-only
-/// (a review is a create, also in shadow mode) and with a token bucket of their own.
+/// (a review is a create, also in shadow mode) and with a token bucket of their own. With
+/// `--master` alone the controllers' configuration has no credentials, so in a cluster the reviews
+/// go with the pod's own, as KCM's delegation reads the in-cluster configuration whatever
+/// `--master` says.
 pub async fn delegation_clients(args: &Args, main: &kube::Config) -> Result<DelegationClients, ClientError> {
+    let anonymous_main = args.kubeconfig.is_none() && args.master.is_some();
     let client = async |path: Option<&std::path::Path>, name: &str, attempt_timeout| {
         let config = match path {
             Some(p) => crate::kubeconfig::config_from(Some(p)).await?,
+            None if anonymous_main => kube::Config::incluster().unwrap_or_else(|_| main.clone()),
             None => main.clone(),
         };
         Clients::new(config, DELEGATION_QPS, DELEGATION_BURST, false)?.reviewer_for(name, attempt_timeout)

@@ -139,17 +139,17 @@ pub struct Args {
     pub namespaces: Vec<String>,
 
     /// The number of deployment objects that are allowed to sync concurrently.
-    #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = workers, help_heading = "Controller flags")]
+    #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = workers, allow_negative_numbers = true, help_heading = "Controller flags")]
     pub concurrent_deployment_syncs: usize,
 
     /// The number of replica sets that are allowed to sync concurrently. Larger number = more
     /// responsive replica management, but more CPU (and network) load.
-    #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = workers, help_heading = "Controller flags")]
+    #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = workers, allow_negative_numbers = true, help_heading = "Controller flags")]
     pub concurrent_replicaset_syncs: usize,
 
     /// The number of replication controllers that are allowed to sync concurrently. Larger number =
     /// more responsive replica management, but more CPU (and network) load.
-    #[arg(long = "concurrent-rc-syncs", default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = workers, help_heading = "Controller flags")]
+    #[arg(long = "concurrent-rc-syncs", default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = workers, allow_negative_numbers = true, help_heading = "Controller flags")]
     pub concurrent_rc_syncs: usize,
 
     /// The number of cron job objects that are allowed to sync concurrently. Larger number = more
@@ -162,7 +162,7 @@ pub struct Args {
     pub concurrent_job_syncs: usize,
 
     /// The number of garbage collector workers that are allowed to sync concurrently.
-    #[arg(long, default_value_t = garbagecollector::DEFAULT_WORKERS, value_parser = workers, help_heading = "Controller flags")]
+    #[arg(long, default_value_t = garbagecollector::DEFAULT_WORKERS, value_parser = workers, allow_negative_numbers = true, help_heading = "Controller flags")]
     pub concurrent_gc_syncs: usize,
 
     /// Enables the generic garbage collector. MUST be synced with the corresponding flag of the
@@ -172,7 +172,7 @@ pub struct Args {
 
     /// The number of namespace objects that are allowed to sync concurrently. Larger number = more
     /// responsive namespace termination, but more CPU (and network) load.
-    #[arg(long, default_value_t = namespace::DEFAULT_WORKERS, value_parser = workers, help_heading = "Controller flags")]
+    #[arg(long, default_value_t = namespace::DEFAULT_WORKERS, value_parser = workers, allow_negative_numbers = true, help_heading = "Controller flags")]
     pub concurrent_namespace_syncs: usize,
 
     /// The period for syncing namespace life-cycle updates.
@@ -185,7 +185,7 @@ pub struct Args {
     pub terminated_pod_gc_threshold: i32,
 
     /// The number of ttl-after-finished-controller workers that are allowed to sync concurrently.
-    #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = workers, help_heading = "Controller flags")]
+    #[arg(long, default_value_t = DEFAULT_CONCURRENT_SYNCS, value_parser = workers, allow_negative_numbers = true, help_heading = "Controller flags")]
     pub concurrent_ttl_after_finished_syncs: usize,
 
     #[command(flatten)]
@@ -305,11 +305,9 @@ fn lock_type(s: &str) -> Result<String, String> {
 }
 
 /// A worker count as KCM takes it for the Deployment, ReplicaSet, ReplicationController and
-/// TTL-after-finished controllers: any 32-bit integer, none of them validated; zero or less starts
-/// no worker (the controller's caches sync, nothing is synced). The Job and CronJob controllers'
-/// counts KCM refuses below 1 ([`at_least_one`]).
-/// A worker count as KCM's `Int32` flags read it (`crate::go_int`); zero or fewer starts no
-/// worker, as in KCM.
+/// TTL-after-finished controllers: any 32-bit integer in Go's syntax (`crate::go_int`), none of
+/// them validated; zero or less starts no worker (the controller's caches sync, nothing is
+/// synced). The Job and CronJob controllers' counts KCM refuses below 1 ([`at_least_one`]).
 fn workers(s: &str) -> Result<usize, String> {
     parse_i32(s)
         .map(|n| usize::try_from(n).unwrap_or(0))

@@ -184,7 +184,8 @@ fn integer_flags_read_go_integer_syntax() {
         "--concurrent-deployment-syncs=0x10",
         "--concurrent-job-syncs=010",
         "--kube-api-burst=1_000",
-        "--concurrent-gc-syncs=-1",
+        "--concurrent-gc-syncs",
+        "-1",
     ])
     .unwrap();
     assert_eq!(a.concurrent_deployment_syncs, 16);

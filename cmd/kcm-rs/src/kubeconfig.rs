@@ -15,25 +15,42 @@ use crate::{client::ClientError, flags::Args};
 /// the system's CAs), and a pod's token or a user's kubeconfig must not go to a server named
 /// instead of theirs.
 pub async fn config(args: &Args) -> Result<kube::Config, ClientError> {
-    let master = args
-        .master
-        .as_ref()
-        .map(|master| {
-            master.parse().map_err(|source| ClientError::Master {
-                master: master.clone(),
-                source,
-            })
-        })
-        .transpose()?;
-    match (args.kubeconfig.as_deref(), master) {
-        (None, Some(server)) => Ok(kube::Config::new(server)),
+    match (args.kubeconfig.as_deref(), args.master.as_deref()) {
+        (None, Some(master)) => Ok(kube::Config::new(server_url(master, false)?)),
         (path, master) => {
             let mut config = config_from(path).await?;
-            if let Some(server) = master {
-                config.cluster_url = server;
+            if let Some(master) = master {
+                let tls = config.root_cert.is_some()
+                    || config.accept_invalid_certs
+                    || config.auth_info.client_certificate.is_some()
+                    || config.auth_info.client_certificate_data.is_some();
+                config.cluster_url = server_url(master, tls)?;
             }
             Ok(config)
         }
+    }
+}
+
+/// `--master` as client-go reads a server address (`DefaultServerURL`): a URL, or a `host:port`
+/// given the scheme its TLS settings call for (`https` with a CA, a client certificate or
+/// `insecure-skip-tls-verify`, else `http`). A bare host would otherwise reach kube as a URL with
+/// no scheme, which it cannot address.
+fn server_url(master: &str, tls: bool) -> Result<http::Uri, ClientError> {
+    let invalid = |source| ClientError::Master {
+        master: master.to_owned(),
+        source,
+    };
+    let uri: http::Uri = master.parse().map_err(invalid)?;
+    if uri.scheme().is_some() && uri.authority().is_some() {
+        return Ok(uri);
+    }
+    let scheme = if tls { "https" } else { "http" };
+    let uri: http::Uri = format!("{scheme}://{master}").parse().map_err(invalid)?;
+    match uri.authority() {
+        Some(a) if !a.host().is_empty() => Ok(uri),
+        _ => Err(ClientError::NoHost {
+            master: master.to_owned(),
+        }),
     }
 }
 

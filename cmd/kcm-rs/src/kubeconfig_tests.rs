@@ -73,3 +73,37 @@ async fn a_master_that_is_not_a_url_is_refused() {
         "{e}"
     );
 }
+
+/// A `host:port` gets the scheme client-go would give it: `http` with no TLS settings, `https`
+/// with a kubeconfig's CA or `insecure-skip-tls-verify` (kube would otherwise panic on a URL with
+/// no scheme).
+#[tokio::test]
+async fn a_host_and_port_get_the_scheme_their_tls_settings_call_for() {
+    let c = config(&args(&["--master=127.0.0.1:8080"])).await.unwrap();
+    assert_eq!(
+        c.cluster_url,
+        "http://127.0.0.1:8080/".parse::<http::Uri>().unwrap()
+    );
+    let c = config(&args(&["--master=localhost"])).await.unwrap();
+    assert_eq!(c.cluster_url, "http://localhost/".parse::<http::Uri>().unwrap());
+    let file = std::env::temp_dir().join(format!("kcm-rs-kubeconfig-tls-{}", std::process::id()));
+    std::fs::write(&file, KUBECONFIG).unwrap();
+    let c = config(&args(&[
+        "--kubeconfig",
+        file.to_str().unwrap(),
+        "--master=10.0.0.2:6443",
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(
+        c.cluster_url,
+        "https://10.0.0.2:6443/".parse::<http::Uri>().unwrap()
+    );
+    std::fs::remove_file(&file).unwrap();
+    for no_host in ["/api", ":8080"] {
+        assert!(
+            config(&args(&[&format!("--master={no_host}")])).await.is_err(),
+            "{no_host}"
+        );
+    }
+}
