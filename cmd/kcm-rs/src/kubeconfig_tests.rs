@@ -22,6 +22,13 @@ users:
   user: {token: the-token}
 "#;
 
+/// [`KUBECONFIG`] in a file of its own, named after `test`; the caller removes it.
+fn kubeconfig_file(test: &str) -> std::path::PathBuf {
+    let file = std::env::temp_dir().join(format!("kcm-rs-kubeconfig-{test}-{}", std::process::id()));
+    std::fs::write(&file, KUBECONFIG).unwrap();
+    file
+}
+
 /// `--master` alone is the server and nothing more: no token from the pod, no user from a
 /// kubeconfig of the environment.
 #[tokio::test]
@@ -42,8 +49,7 @@ async fn master_alone_is_an_anonymous_client_of_that_server() {
 /// With a kubeconfig, `--master` replaces its server and keeps its credentials.
 #[tokio::test]
 async fn master_overrides_the_kubeconfigs_server_only() {
-    let file = std::env::temp_dir().join(format!("kcm-rs-kubeconfig-test-{}", std::process::id()));
-    std::fs::write(&file, KUBECONFIG).unwrap();
+    let file = kubeconfig_file("override");
     let path = file.to_str().unwrap();
     let c = config(&args(&[
         "--kubeconfig",
@@ -86,8 +92,7 @@ async fn a_host_and_port_get_the_scheme_their_tls_settings_call_for() {
     );
     let c = config(&args(&["--master=localhost"])).await.unwrap();
     assert_eq!(c.cluster_url, "http://localhost/".parse::<http::Uri>().unwrap());
-    let file = std::env::temp_dir().join(format!("kcm-rs-kubeconfig-tls-{}", std::process::id()));
-    std::fs::write(&file, KUBECONFIG).unwrap();
+    let file = kubeconfig_file("tls");
     let c = config(&args(&[
         "--kubeconfig",
         file.to_str().unwrap(),

@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::{Api, Client};
 
 use crate::{
-    decide::{NodeState, Reason, decide, orphans},
+    decide::{NodeState, Reason, decide, node_name, orphans},
     force_delete::{Disruption, NODE_GONE, force_delete},
     metrics::PodGcMetrics,
     quarantine::Quarantine,
@@ -136,7 +136,7 @@ impl PodGarbageCollector {
         }
         self.collect(&plan.terminated, Reason::Terminated, None).await;
         for pod in pods.iter().filter(|p| p.metadata.deletion_timestamp.is_some()) {
-            let node = node_of(pod).unwrap_or_default();
+            let node = node_name(pod).unwrap_or_default();
             if !nodes.contains_key(node) {
                 // Upstream looks up the node of every terminating pod and logs each it cannot find.
                 tracing::error!(pod = %key(pod), node, "failed to get node: not found");
@@ -196,7 +196,7 @@ impl PodGarbageCollector {
         };
         let results = join_all(pods.iter().map(|pod| async move {
             match reason {
-                Reason::Orphaned => tracing::info!(pod = %key(pod), node = node_of(pod),
+                Reason::Orphaned => tracing::info!(pod = %key(pod), node = node_name(pod),
                     "found orphaned pod assigned to the node, deleting"),
                 Reason::Unscheduled => tracing::info!(pod = %key(pod),
                     "found unscheduled terminating pod not assigned to any node, deleting"),
@@ -226,10 +226,6 @@ impl PodGarbageCollector {
         self.options.metrics.force_delete_error(ns, reason.label());
         tracing::error!(pod = %key(pod), reason = reason.label(), "failed to force-delete pod: {e}");
     }
-}
-
-fn node_of(pod: &Pod) -> Option<&str> {
-    pod.spec.as_ref().and_then(|s| s.node_name.as_deref())
 }
 
 fn key(pod: &Pod) -> String {

@@ -127,7 +127,8 @@ pub fn orphans(pods: &[Arc<Pod>], gone: &BTreeSet<String>) -> Vec<Arc<Pod>> {
         .collect()
 }
 
-fn node_name(pod: &Pod) -> Option<&str> {
+/// The node a pod is bound to; `None` for none or an empty name.
+pub(crate) fn node_name(pod: &Pod) -> Option<&str> {
     pod.spec
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
