@@ -3,6 +3,13 @@
 /// The status cause the API server gives when a namespace is being deleted.
 pub const NAMESPACE_TERMINATING_CAUSE: &str = "NamespaceTerminating";
 
+/// The cause under the error of a request that a layer of this process's own client refused (a
+/// shard's write fence, shadow mode's read-only guard): it never left, and waiting changes nothing,
+/// so nothing sends it again (the event recorder's tries among them, `events::transient`).
+#[derive(Debug, Clone, Copy, Default, thiserror::Error)]
+#[error("refused by this process")]
+pub struct RefusedHere;
+
 /// A write to the API server that failed, naming the object.
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {

@@ -51,7 +51,7 @@ pub use clock::{Clock, SystemClock};
 pub use compact_pod::Pod as CompactPod;
 pub use consistency::{ConsistencyStore, StaleCache};
 pub use context::{Build, CommonOptions, Context, DEFAULT_WORKERS};
-pub use errors::{ControlError, NAMESPACE_TERMINATING_CAUSE};
+pub use errors::{ControlError, NAMESPACE_TERMINATING_CAUSE, RefusedHere};
 pub use events::{EventRecorder, PlannedEvent};
 pub use expectations::Expectations;
 pub use features::FeatureGates;

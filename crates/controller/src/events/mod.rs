@@ -1,5 +1,6 @@
 //! Events on the objects a controller acts on (client-go `record.EventRecorder` writing core/v1
-//! Events), sent in the background so that a slow or failing Events API never slows a sync.
+//! Events), sent in the background so that a slow or failing Events API never slows a sync, and
+//! sent again after a transport failure as client-go's are (`sink`).
 //!
 //! Kept from client-go: the source component (`replicaset-controller`, ...) and its event correlator
 //! (`correlator`): similar events combined into one "(combined from similar events)" event,
@@ -17,25 +18,26 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time},
     jiff::Timestamp,
 };
-use kube::{
-    Client,
-    api::{Patch, PatchParams},
-};
+use kube::Client;
 use parking_lot::Mutex;
 use serde_json::json;
 use tokio::{
     sync::{mpsc, oneshot},
     time::Instant,
 };
+use tokio_util::sync::CancellationToken;
 
 mod correlator;
 mod record;
+mod sink;
 
 pub use correlator::{
     AGGREGATE_INTERVAL, AGGREGATE_MAX_EVENTS, CACHE_ENTRIES, COMBINED_PREFIX, Correlator, Decision,
     SPAM_BURST, SPAM_REFILL,
 };
 pub use record::{EVENT_QUEUE_LENGTH, EventRecord, PlannedEvent, TYPE_NORMAL, TYPE_WARNING};
+pub use sink::{EVENT_RETRY_WAIT, EVENT_TRIES, transient};
+use sink::{Outcome, Sink, Write};
 
 /// Records events from a controller. Cloning shares the background writer.
 #[derive(Debug, Clone)]
@@ -43,6 +45,8 @@ pub struct EventRecorder {
     /// Invariant: the writer takes what is sent in order, so a [`Queued::Flush`] is answered only
     /// once every event recorded before it has been written or given up on.
     tx: Option<mpsc::Sender<Queued>>,
+    /// Cancelled by [`EventRecorder::flush`]: the writer then waits no longer to try an event again.
+    stopping: CancellationToken,
     /// Every event recorded, for tests and shadow mode (kept only when asked for).
     recorded: Option<Arc<Mutex<Vec<EventRecord>>>>,
 }
@@ -52,14 +56,15 @@ impl EventRecorder {
     /// identity, in each event's reportingInstance). Must be created inside a tokio runtime.
     pub fn new(client: Client, component: &str, instance: &str) -> Self {
         let (tx, rx) = mpsc::channel(EVENT_QUEUE_LENGTH);
-        tokio::spawn(write_events(
+        let stopping = CancellationToken::new();
+        let sink = Sink {
             client,
-            component.to_owned(),
-            instance.to_owned(),
-            rx,
-        ));
+            stopping: stopping.clone(),
+        };
+        tokio::spawn(write_events(sink, component.to_owned(), instance.to_owned(), rx));
         EventRecorder {
             tx: Some(tx),
+            stopping,
             recorded: None,
         }
     }
@@ -68,6 +73,7 @@ impl EventRecorder {
     pub fn in_memory() -> Self {
         EventRecorder {
             tx: None,
+            stopping: CancellationToken::new(),
             recorded: Some(Arc::new(Mutex::new(Vec::new()))),
         }
     }
@@ -97,11 +103,13 @@ impl EventRecorder {
         }
     }
 
-    /// Waits until every event recorded so far has been written (or failed). A controller that
-    /// stops flushes before its task ends: the binary releases its Lease (or a shard closes its
-    /// fence) once the tasks end, and an event sent after that would be a write by a replica that
-    /// no longer leads.
+    /// Waits until every event recorded so far has been written (or failed), for a recorder that
+    /// stops: an event waiting to be tried again is given up on, and later ones get one try each,
+    /// as client-go's broadcaster ends its retries at shutdown. A controller that stops flushes
+    /// before its task ends: the binary releases its Lease (or a shard closes its fence) once the
+    /// tasks end, and an event sent after that would be a write by a replica that no longer leads.
     pub async fn flush(&self) {
+        self.stopping.cancel();
         let Some(tx) = &self.tx else { return };
         let (done, written) = oneshot::channel();
         // Gone writer: nothing left to wait for.
@@ -130,7 +138,7 @@ enum Queued {
     Flush(oneshot::Sender<()>),
 }
 
-async fn write_events(client: Client, component: String, instance: String, mut rx: mpsc::Receiver<Queued>) {
+async fn write_events(sink: Sink, component: String, instance: String, mut rx: mpsc::Receiver<Queued>) {
     let mut correlator = Correlator::default();
     while let Some(queued) = rx.recv().await {
         let ev = match queued {
@@ -152,23 +160,6 @@ async fn write_events(client: Client, component: String, instance: String, mut r
             .clone()
             .filter(|ns| !ns.is_empty())
             .unwrap_or_else(|| "default".to_owned());
-        if let Some(existing) = decision.existing {
-            let count = existing.count + 1;
-            let patch = json!({"count": count, "lastTimestamp": stamp, "message": decision.message});
-            if crate::writes::patch::<Event, _>(
-                &client,
-                &namespace,
-                &event_name(&ev.object, existing.stamp),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await
-            .is_ok()
-            {
-                correlator.written(decision.key, existing.stamp, count);
-                continue;
-            }
-        }
         // Nanoseconds since 1970 fit 64 bits until 2554.
         let nanos = u64::try_from(now.as_nanosecond()).unwrap_or_default();
         // A combined event carries no reporting controller or instance, as client-go's aggregate.
@@ -192,16 +183,33 @@ async fn write_events(client: Client, component: String, instance: String, mut r
                 host: None,
             }),
             first_timestamp: Some(stamp.clone()),
-            last_timestamp: Some(stamp),
+            last_timestamp: Some(stamp.clone()),
             count: Some(1),
             reporting_component,
             reporting_instance,
             ..Event::default()
         };
-        match crate::writes::create(&client, &namespace, &event).await {
-            Ok(_) => correlator.written(decision.key, nanos, 1),
-            // Namespaces being deleted refuse events; nothing to report then.
-            Err(e) => tracing::debug!(reason = %ev.reason, "could not write event: {e}"),
+        match decision.existing {
+            Some(existing) => {
+                let count = existing.count + 1;
+                let patch = json!({"count": count, "lastTimestamp": stamp, "message": decision.message});
+                let name = event_name(&ev.object, existing.stamp);
+                let write = Write::Patch {
+                    name: &name,
+                    patch: &patch,
+                    then: &event,
+                };
+                match sink.send(&namespace, write, &ev.reason).await {
+                    Outcome::Patched => correlator.written(decision.key, existing.stamp, count),
+                    Outcome::Created => correlator.written(decision.key, nanos, 1),
+                    Outcome::Dropped => {}
+                }
+            }
+            None => {
+                if sink.send(&namespace, Write::Create(&event), &ev.reason).await == Outcome::Created {
+                    correlator.written(decision.key, nanos, 1);
+                }
+            }
         }
     }
 }

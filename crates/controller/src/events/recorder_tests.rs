@@ -1,7 +1,7 @@
 //! The background writer as a stopping controller sees it.
 
 use k8s_openapi::api::core::v1::{Event, ObjectReference};
-use kcm_testing::ApiServer;
+use kcm_testing::{ApiServer, Verb};
 
 use super::*;
 
@@ -77,4 +77,99 @@ async fn a_cluster_scoped_objects_events_go_to_default() {
         namespaces,
         [Some("default".to_owned()), Some("default".to_owned())]
     );
+}
+
+/// Polls the server (on paused time) until it holds `n` events, or a minute of tries passed.
+async fn events_after_tries(server: &ApiServer, n: usize) -> Vec<Event> {
+    for _ in 0..600 {
+        let events = server.list::<Event>();
+        if events.len() >= n {
+            return events;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    server.list::<Event>()
+}
+
+fn creates(server: &ApiServer) -> Vec<String> {
+    server
+        .writes("events")
+        .into_iter()
+        .filter(|w| w.starts_with("create"))
+        .collect()
+}
+
+/// A lost connection does not lose the event: it is sent again under the same name (client-go's
+/// `recordToSink`), so a create applied whose answer was lost meets AlreadyExists, not a twin.
+#[tokio::test(start_paused = true)]
+async fn an_event_whose_connection_dropped_is_sent_again_under_its_name() {
+    let server = ApiServer::new();
+    server.on(Verb::Create, "events").times(1).drop_connection();
+    server.on(Verb::Create, "events").times(1).lose_answer();
+    let recorder = EventRecorder::new(server.client(), "cronjob-controller", "test");
+    recorder.record(&object("web"), TYPE_NORMAL, "SuccessfulCreate", "made".into());
+    let events = events_after_tries(&server, 1).await;
+    assert_eq!(events.len(), 1);
+    // One more try: the one after the lost answer, refused as AlreadyExists.
+    tokio::time::sleep(EVENT_RETRY_WAIT * 2).await;
+    let creates = creates(&server);
+    assert_eq!(creates.len(), 3, "{creates:?}");
+    let names: Vec<_> = server.requests().iter().filter_map(|r| r.name.clone()).collect();
+    assert!(names.windows(2).all(|w| w[0] == w[1]), "one name: {names:?}");
+    assert_eq!(server.list::<Event>().len(), 1);
+}
+
+/// The server's own answer is final, as client-go gives up on a `StatusError`; a connection that
+/// keeps failing gets [`EVENT_TRIES`] tries.
+#[tokio::test(start_paused = true)]
+async fn an_answer_is_final_and_a_failing_connection_gets_twelve_tries() {
+    for (fail, tries) in [(false, 1), (true, EVENT_TRIES as usize)] {
+        let server = ApiServer::new();
+        let rule = server.on(Verb::Create, "events");
+        if fail {
+            rule.drop_connection();
+        } else {
+            rule.fail(500, "InternalError", "etcd");
+        }
+        let recorder = EventRecorder::new(server.client(), "cronjob-controller", "test");
+        recorder.record(&object("web"), TYPE_NORMAL, "SuccessfulCreate", "made".into());
+        tokio::time::sleep(EVENT_RETRY_WAIT * (EVENT_TRIES + 2)).await;
+        assert_eq!(creates(&server).len(), tries, "connection dropped: {fail}");
+        assert!(server.list::<Event>().is_empty());
+    }
+}
+
+/// A stopping controller's flush gives up on an event waiting to be tried again, rather than hold
+/// the stop (and a shard's release) for up to two minutes of tries.
+#[tokio::test(start_paused = true)]
+async fn flush_ends_the_wait_for_another_try() {
+    let server = ApiServer::new();
+    server.on(Verb::Create, "events").drop_connection();
+    let recorder = EventRecorder::new(server.client(), "cronjob-controller", "test");
+    recorder.record(&object("web"), TYPE_NORMAL, "SuccessfulCreate", "made".into());
+    tokio::task::yield_now().await;
+    let start = tokio::time::Instant::now();
+    recorder.flush().await;
+    assert_eq!(start.elapsed(), std::time::Duration::ZERO);
+    assert_eq!(creates(&server).len(), 1);
+}
+
+/// What gets another try: the transport's failures, not the server's answers nor a refusal by a
+/// layer of this process's client (a shard's fence).
+#[test]
+fn only_transport_failures_are_transient() {
+    #[derive(Debug, thiserror::Error)]
+    #[error("refused: this replica does not hold the shard")]
+    struct Refused(#[source] crate::RefusedHere);
+    #[derive(Debug, thiserror::Error)]
+    #[error("connection timed out")]
+    struct ConnectTimedOut;
+    let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+    assert!(transient(&kube::Error::Service(Box::new(reset))));
+    assert!(transient(&kube::Error::Service(Box::new(ConnectTimedOut))));
+    assert!(!transient(&kube::Error::Service(Box::new(Refused(
+        crate::RefusedHere
+    )))));
+    let status = kube::core::Status::failure("etcd", "InternalError").with_code(500);
+    assert!(!transient(&kube::Error::Api(Box::new(status))));
 }

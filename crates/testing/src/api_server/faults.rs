@@ -13,6 +13,8 @@ use crate::FakeClock;
 enum Action {
     Fail(Refusal),
     Hang,
+    Drop,
+    LoseAnswer,
     Answer(u16, Value),
     Takes(Duration),
 }
@@ -27,6 +29,8 @@ pub(super) struct Rule {
     after: usize,
     /// Matching requests seen so far.
     seen: usize,
+    /// How many matching requests it acts on after `after`, at most (`None`: all).
+    times: Option<usize>,
     action: Action,
 }
 
@@ -36,6 +40,8 @@ pub(super) enum Outcome {
     Serve,
     Fail(Refusal),
     Hang,
+    Drop,
+    LoseAnswer,
     Answer(u16, Value),
 }
 
@@ -51,13 +57,15 @@ pub(super) fn decide(rules: &mut [Rule], req: &Request, clock: &FakeClock) -> Ou
             continue;
         }
         rule.seen += 1;
-        if rule.seen <= rule.after {
+        if rule.seen <= rule.after || rule.times.is_some_and(|n| rule.seen > rule.after + n) {
             continue;
         }
         match &rule.action {
             Action::Takes(d) => clock.advance(*d),
             Action::Fail(refusal) => return Outcome::Fail(refusal.clone()),
             Action::Hang => return Outcome::Hang,
+            Action::Drop => return Outcome::Drop,
+            Action::LoseAnswer => return Outcome::LoseAnswer,
             Action::Answer(code, body) => return Outcome::Answer(*code, body.clone()),
         }
     }
@@ -65,7 +73,7 @@ pub(super) fn decide(rules: &mut [Rule], req: &Request, clock: &FakeClock) -> Ou
 }
 
 /// A rule being made: [`ApiServer::on`] names the verb and resource, the methods narrow it, and one
-/// of the last four adds it to the server.
+/// of the last six adds it to the server.
 #[derive(Debug)]
 #[must_use = "a rule takes effect only once fail, hang, answer or takes adds it"]
 pub struct When<'a> {
@@ -84,6 +92,7 @@ impl<'a> When<'a> {
                 name: None,
                 after: 0,
                 seen: 0,
+                times: None,
                 action: Action::Hang,
             },
         }
@@ -109,6 +118,13 @@ impl<'a> When<'a> {
         self
     }
 
+    /// Acts on the first `n` matching requests (after those [`When::after`] lets through), then lets
+    /// the rest through: a connection lost once.
+    pub fn times(mut self, n: usize) -> Self {
+        self.rule.times = Some(n);
+        self
+    }
+
     /// Answers with a `Status` of this code, reason and message.
     pub fn fail(self, code: u16, reason: &str, message: &str) {
         self.add(Action::Fail(Refusal::new(code, reason, message)));
@@ -117,6 +133,18 @@ impl<'a> When<'a> {
     /// Never answers: the caller's future stays pending until the test drops it.
     pub fn hang(self) {
         self.add(Action::Hang);
+    }
+
+    /// Drops the connection with the request on it, unanswered and not served (a reset): the caller
+    /// gets a transport error, not a `Status`.
+    pub fn drop_connection(self) {
+        self.add(Action::Drop);
+    }
+
+    /// Serves the request, then drops the connection before the answer: applied, but the caller
+    /// gets a transport error.
+    pub fn lose_answer(self) {
+        self.add(Action::LoseAnswer);
     }
 
     /// Answers `body` with `code` instead of serving the request (the store is left as it was).

@@ -2,7 +2,7 @@
 //!
 //! A test seeds objects, hands the controller [`ApiServer::client`], and reads back what the server
 //! holds and the requests it saw. Rules made with [`ApiServer::on`] make chosen requests fail, hang,
-//! answer something else or take time, so error paths are reached through the answers production
+//! answer something else, drop the connection or take time, so error paths are reached through the answers production
 //! would get.
 
 mod faults;
@@ -11,7 +11,7 @@ mod request;
 mod routes;
 mod store;
 
-use std::{convert::Infallible, sync::Arc};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
@@ -65,7 +65,7 @@ impl ApiServer {
         let server = self.clone();
         let svc = tower::service_fn(move |req: http::Request<Body>| {
             let server = server.clone();
-            async move { Ok::<_, Infallible>(server.answer(req).await) }
+            async move { server.answer(req).await }
         });
         Client::new(svc, "default")
     }
@@ -156,34 +156,42 @@ impl ApiServer {
             .collect()
     }
 
-    async fn answer(&self, req: http::Request<Body>) -> http::Response<Full<Bytes>> {
+    /// The answer to `req`, or the error of a connection dropped under it.
+    async fn answer(&self, req: http::Request<Body>) -> Result<http::Response<Full<Bytes>>, std::io::Error> {
         let (parts, body) = req.into_parts();
         let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-        let Some((code, body)) = self.decide(Request::parse(&parts, &body)) else {
-            return std::future::pending().await;
+        let (code, body) = match self.decide(Request::parse(&parts, &body)) {
+            Reply::Answer(code, body) => (code, body),
+            Reply::Hang => return std::future::pending().await,
+            Reply::Dropped => return Err(std::io::ErrorKind::ConnectionReset.into()),
         };
-        http::Response::builder()
+        Ok(http::Response::builder()
             .status(code)
             .header(http::header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(serde_json::to_vec(&body).expect("json"))))
-            .expect("a response")
+            .expect("a response"))
     }
 
-    /// Logs `request` and answers it, or `None` if a rule says it hangs.
-    fn decide(&self, request: Request) -> Option<(u16, Value)> {
+    /// Logs `request` and answers it, unless a rule says it hangs or its connection drops.
+    fn decide(&self, request: Request) -> Reply {
         let mut state = self.state.lock();
         let state = &mut *state;
         let index = state.log.len();
         state.log.push(request);
         let request = &state.log[index];
-        let (code, body) = match faults::decide(&mut state.rules, request, &self.clock) {
-            Outcome::Hang => return None,
+        let outcome = faults::decide(&mut state.rules, request, &self.clock);
+        let lost = matches!(outcome, Outcome::LoseAnswer);
+        let (code, body) = match outcome {
+            Outcome::Hang => return Reply::Hang,
+            Outcome::Drop => return Reply::Dropped,
             Outcome::Fail(refusal) => (refusal.code, refusal.to_json()),
             Outcome::Answer(code, body) => (code, body),
-            Outcome::Serve => match routes::serve(&mut state.store, request, self.clock.now()) {
-                Ok(answer) => (answer.code, answer.body),
-                Err(refusal) => (refusal.code, refusal.to_json()),
-            },
+            Outcome::Serve | Outcome::LoseAnswer => {
+                match routes::serve(&mut state.store, request, self.clock.now()) {
+                    Ok(answer) => (answer.code, answer.body),
+                    Err(refusal) => (refusal.code, refusal.to_json()),
+                }
+            }
         };
         let logged = &mut state.log[index];
         logged.code = Some(code);
@@ -193,8 +201,19 @@ impl ApiServer {
                 .or(logged.name.take());
             logged.answered_version = store::meta_str(&body, "resourceVersion").map(str::to_owned);
         }
-        Some((code, body))
+        if lost {
+            Reply::Dropped
+        } else {
+            Reply::Answer(code, body)
+        }
     }
+}
+
+/// What [`ApiServer::decide`] made of a request.
+enum Reply {
+    Answer(u16, Value),
+    Hang,
+    Dropped,
 }
 
 fn key_of<K: Resource<DynamicType = ()>>(namespace: &str, name: &str) -> Key {

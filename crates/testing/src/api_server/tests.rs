@@ -269,6 +269,26 @@ async fn rules_fail_after_a_quota_take_time_answer_instead_and_hang() {
 }
 
 #[tokio::test]
+async fn a_dropped_connection_is_a_transport_error_whether_or_not_the_write_was_applied() {
+    let server = ApiServer::new();
+    server
+        .on(Verb::Create, "pods")
+        .named("a")
+        .times(1)
+        .drop_connection();
+    server.on(Verb::Create, "pods").named("b").lose_answer();
+    let new = |name: &str| pod(name).build_full();
+    let pp = PostParams::default();
+    for name in ["a", "b"] {
+        let err = pods(&server).create(&pp, &new(name)).await.unwrap_err();
+        assert!(!matches!(err, kube::Error::Api(_)), "{err}");
+    }
+    assert!(server.get::<Pod>("ns", "a").is_none(), "dropped unserved");
+    assert!(server.get::<Pod>("ns", "b").is_some(), "served, its answer lost");
+    pods(&server).create(&pp, &new("a")).await.unwrap();
+}
+
+#[tokio::test]
 async fn another_writer_changes_an_object_with_the_next_version() {
     let server = ApiServer::new();
     server.insert(&pod("p").build_full());
