@@ -33,6 +33,7 @@ pub use counting::{RequestCounter, counting_client};
 pub use kcm_rs::{KcmRs, free_port};
 pub use namespace::{Observed, TestNamespace, with_namespace};
 pub use shard_audit::{
-    AuditSummary, check_writes_within_terms, check_writes_within_terms_or_unfenced, timed_out_creates,
+    AuditSummary, check_writes_within_terms, check_writes_within_terms_or_unfenced, creates_in, lost_creates,
+    timed_out_creates,
 };
 pub use wait::{DEFAULT_WAIT, wait_for};

@@ -16,6 +16,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
 /// Audit timestamps are `metav1.MicroTime` in UTC (`2026-11-26T00:12:05.123456Z`): fixed width, so
@@ -259,6 +260,86 @@ pub fn timed_out_creates(log: &str, resource: &str) -> BTreeMap<String, usize> {
         }
     }
     out
+}
+
+/// How long before a replica dropped a create unanswered the server may have answered it: the answer
+/// was on its way back when the window closed.
+const ANSWER_IN_FLIGHT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How many creates of `resource` (under `prefix`, `/api/v1` or `/apis/<g>/<v>`) in `namespace` a
+/// replica dropped unanswered when its shard's write window closed (its fence logs each, `logs` is the
+/// replicas' logs) while the server was applying them: each counts only if the audit `log` holds a
+/// create there by a replica, answered 201, that arrived before the drop and was answered no earlier
+/// than [`ANSWER_IN_FLIGHT`] before it, and no such create counts for two drops. A drop of a write that
+/// never left, or that the server refused, made no object and allows for none.
+pub fn lost_creates(log: &str, logs: &str, namespace: &str, prefix: &str, resource: &str) -> usize {
+    let path = format!("method=POST path={prefix}/namespaces/{namespace}/{resource} ");
+    let drops: Vec<Timestamp> = logs
+        .lines()
+        .filter(|l| l.contains("write dropped unanswered") && l.contains(&path))
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    let mut applied: Vec<(Timestamp, Timestamp)> = log
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|e| {
+            let object = &e["objectRef"];
+            e["stage"] == "ResponseComplete"
+                && e["userAgent"].as_str().and_then(replica_of).is_some()
+                && e["verb"] == "create"
+                && object["resource"] == resource
+                && object["namespace"] == namespace
+                && e["responseStatus"]["code"] == 201
+        })
+        .filter_map(|e| {
+            let arrived = e["requestReceivedTimestamp"].as_str()?.parse().ok()?;
+            let answered = e["stageTimestamp"].as_str()?.parse().ok()?;
+            Some((arrived, answered))
+        })
+        .collect();
+    let mut lost = 0;
+    for drop in drops {
+        let earliest = drop - ANSWER_IN_FLIGHT;
+        if let Some(i) = applied
+            .iter()
+            .position(|(arrived, answered)| *arrived < drop && *answered >= earliest)
+        {
+            applied.swap_remove(i);
+            lost += 1;
+        }
+    }
+    lost
+}
+
+/// Every create of `resource` in `namespace` by a kcm-rs replica, in the order the server answered
+/// them: who sent it, when it arrived and was answered, the answer's code, the object's name.
+pub fn creates_in(log: &str, resource: &str, namespace: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in log.lines() {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let object = &event["objectRef"];
+        let Some(identity) = event["userAgent"].as_str().and_then(replica_of) else {
+            continue;
+        };
+        if event["stage"] == "ResponseComplete"
+            && event["verb"] == "create"
+            && object["resource"] == resource
+            && object["namespace"] == namespace
+        {
+            let answered = event["stageTimestamp"].as_str().unwrap_or_default().to_owned();
+            let line = format!(
+                "{identity}: arrived {}, answered {answered} with {}, name {:?}",
+                event["requestReceivedTimestamp"].as_str().unwrap_or_default(),
+                event["responseStatus"]["code"],
+                object["name"].as_str().unwrap_or_default(),
+            );
+            out.push((answered, line));
+        }
+    }
+    out.sort();
+    out.into_iter().map(|(_, line)| line).collect()
 }
 
 fn replica_of(agent: &str) -> Option<&str> {

@@ -205,3 +205,40 @@ fn creates_answered_504_are_counted_per_namespace() {
     );
     assert!(timed_out_creates(&log, "jobs").is_empty());
 }
+
+/// As kcm-rs's log prints the fence's line (tracing's default format) at `second`.
+fn dropped(second: u32, namespace: &str) -> String {
+    format!(
+        "{}  WARN sharding::fence::fenced: write dropped unanswered: its shard's window closed \
+         method=POST path=/api/v1/namespaces/{namespace}/pods namespace={namespace}",
+        at(second)
+    )
+}
+
+#[test]
+fn a_dropped_create_counts_only_if_the_server_was_applying_it() {
+    let audit = [
+        write_answered(1, 2, A, "ns"), // in the server when dropped at 2: made
+        write_answered(3, 3, A, "ns"), // the next sync's create, after the drop at 2
+        write_answered(5, 9, A, "ns"), // in the server when dropped at 6; the second drop at 6 finds none
+    ]
+    .join("\n");
+    let logs = [
+        dropped(2, "ns"),
+        dropped(6, "ns"),
+        dropped(6, "ns"),
+        dropped(2, "other"),
+    ]
+    .join("\n");
+    assert_eq!(lost_creates(&audit, &logs, "ns", "/api/v1", "pods"), 2);
+    // A drop with no create in the server then (never sent) allows for nothing.
+    assert_eq!(lost_creates(&audit, &logs, "other", "/api/v1", "pods"), 0);
+    let unsent = [write_answered(7, 7, A, "ns")].join("\n");
+    assert_eq!(
+        lost_creates(&unsent, &dropped(6, "ns"), "ns", "/api/v1", "pods"),
+        0
+    );
+    // A status write dropped is not a create.
+    let status = dropped(2, "ns").replace("method=POST", "method=PUT");
+    assert_eq!(lost_creates(&audit, &status, "ns", "/api/v1", "pods"), 0);
+}

@@ -5,7 +5,7 @@
 //! one more); the API server restarted with or without `ShardedListAndWatch` and the write audit.
 
 use std::{
-    collections::{BTreeMap, HashMap, HashSet},
+    collections::{BTreeMap, HashMap},
     sync::Arc,
     time::Duration,
 };
@@ -43,8 +43,9 @@ pub const PODS_PER_NAMESPACE: usize = 3 * SCALED_TO as usize + JOB_COMPLETIONS a
 const CRON_JOB_PREFIX: &str = "cron-";
 const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
 
-/// Pod UIDs ever added, by namespace.
-pub type PodsSeen = Arc<Mutex<HashMap<String, HashSet<String>>>>;
+/// Pods ever added, by namespace: UID to a line saying which pod it was (name, controller, creation
+/// time), for the failure message of [`converged_exactly`].
+pub type PodsSeen = Arc<Mutex<HashMap<String, BTreeMap<String, String>>>>;
 
 /// `hack/cluster.sh sharding <gate> --audit-writes` now, `sharding off` when dropped, also when the
 /// test fails, so the suites after it in the lane find the API server as it was started.
@@ -98,7 +99,7 @@ pub async fn pod_recorder(
                 seen.lock()
                     .entry(ns)
                     .or_default()
-                    .insert(p.uid().unwrap_or_default());
+                    .insert(p.uid().unwrap_or_default(), describe(p));
             }
         }),
         None,
@@ -261,35 +262,89 @@ fn of_cron_job(p: &Pod) -> bool {
         .is_some_and(|j| j.starts_with(CRON_JOB_PREFIX))
 }
 
+/// A recorded pod as the failure message of [`converged_exactly`] names it.
+fn describe(p: &Pod) -> String {
+    let owner = p
+        .owner_references()
+        .iter()
+        .find(|o| o.controller == Some(true))
+        .map(|o| format!("{}/{}", o.kind, o.name))
+        .unwrap_or_default();
+    let created = p
+        .creation_timestamp()
+        .map(|t| t.0.to_string())
+        .unwrap_or_default();
+    format!("{} of {owner}, created {created}", p.name_any())
+}
+
 /// Every namespace of `names` converged, each having seen exactly [`PODS_PER_NAMESPACE`] pods, or
-/// more by no more than the pod creates the server answered 504 there ([`crate::timed_out_creates`]:
-/// such a create may still have made its pod, and the controller made another, as upstream's does).
-/// A pod made twice by two replicas writing one namespace has no such answer to account for it.
+/// more by no more than the pod creates whose outcome their sender did not learn: those the server
+/// answered 504 there ([`crate::timed_out_creates`]), and those a replica dropped unanswered when its
+/// shard's write window closed while the server applied them ([`crate::lost_creates`]). Such a create may still have made its pod, and
+/// the controller made another, as upstream's does after any failed create. A pod made twice by two
+/// replicas writing one namespace has no such failure to account for it.
 pub async fn converged_exactly(cluster: &Cluster, seen: &PodsSeen, names: &[String]) {
     for ns in names {
         converged(cluster, ns).await;
     }
+    pods_exactly(cluster, seen, names);
+}
+
+/// The count check of [`converged_exactly`], for a test that checks the audit's terms first (a write
+/// outside its sender's term explains an extra pod better than the count does).
+pub fn pods_exactly(cluster: &Cluster, seen: &PodsSeen, names: &[String]) {
     let log = std::fs::read_to_string(cluster.run_dir.join("logs/audit-writes.log")).unwrap_or_default();
     let timed_out = crate::timed_out_creates(&log, "pods");
+    let replica_logs = replica_logs(cluster);
     let seen = seen.lock();
     let mut wrong = BTreeMap::new();
     for ns in names {
-        let n = seen.get(ns).map_or(0, HashSet::len);
-        let may_have_made = timed_out.get(ns).copied().unwrap_or(0);
+        let n = seen.get(ns).map_or(0, BTreeMap::len);
+        let may_have_made = timed_out.get(ns).copied().unwrap_or(0)
+            + crate::lost_creates(&log, &replica_logs, ns, "/api/v1", "pods");
         if n < PODS_PER_NAMESPACE || n > PODS_PER_NAMESPACE + may_have_made {
             wrong.insert(ns, (n, may_have_made));
         } else if n > PODS_PER_NAMESPACE {
             println!(
-                "{ns}: {n} pods, {} beyond the specs after {may_have_made} creates answered 504",
+                "{ns}: {n} pods, {} beyond the specs after {may_have_made} creates answered 504 or \
+                 dropped unanswered",
                 n - PODS_PER_NAMESPACE
             );
         }
     }
+    // Which pods, and who sent which create when: enough to tell a second writer from a create
+    // retried after a lost answer without the run's logs.
+    let mut detail = String::new();
+    for ns in wrong.keys() {
+        detail.push_str(&format!("\n{ns}, pods seen:\n"));
+        for pod in seen.get(*ns).into_iter().flat_map(BTreeMap::values) {
+            detail.push_str(&format!("  {pod}\n"));
+        }
+        detail.push_str("pod creates the API server audited there:\n");
+        for create in crate::creates_in(&log, "pods", ns) {
+            detail.push_str(&format!("  {create}\n"));
+        }
+    }
     assert!(
         wrong.is_empty(),
-        "pods ever created per namespace (and pod creates answered 504 there), expected \
-         {PODS_PER_NAMESPACE}: {wrong:?}"
+        "pods ever created per namespace (and pod creates answered 504 or dropped unanswered there), expected \
+         {PODS_PER_NAMESPACE}: {wrong:?}{detail}"
     );
+}
+
+/// The text of every kcm-rs log of the run (the killed replicas' too).
+fn replica_logs(cluster: &Cluster) -> String {
+    let dir = cluster.run_dir.join("logs");
+    let mut text = String::new();
+    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("kcm-rs-") && name.ends_with(".log") {
+            text.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+            // A replica killed mid-line leaves its last line open.
+            text.push('\n');
+        }
+    }
+    text
 }
 
 /// Deletes the namespaces, not waiting for them to go.

@@ -6,7 +6,7 @@
 //! shard moved, or sent by two holders, would show as one more) and the API server's audit log shows
 //! every write of a replica inside one of its own terms on the namespace's shard Lease.
 
-use std::{collections::HashSet, time::Duration};
+use std::{collections::BTreeMap, time::Duration};
 
 use futures::future::join_all;
 use informer::Layout;
@@ -54,7 +54,7 @@ async fn paused_holder_and_deleted_lease(gate: &str) {
     wait_for("a pod in every namespace", Duration::from_secs(60), || {
         let missing = names
             .iter()
-            .filter(|ns| seen.lock().get(*ns).is_none_or(HashSet::is_empty))
+            .filter(|ns| seen.lock().get(*ns).is_none_or(BTreeMap::is_empty))
             .count();
         std::future::ready(if missing == 0 { Ok(()) } else { Err(missing) })
     })
