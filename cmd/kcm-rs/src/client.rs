@@ -68,8 +68,8 @@ pub enum ClientError {
     NoHost { master: String },
     #[error("--kube-api-qps {qps} is out of range")]
     Qps { qps: f64 },
-    #[error("--kube-api-burst must be at least 1")]
-    Burst,
+    #[error("--kube-api-burst {burst} is negative while --kube-api-qps sets a limit")]
+    Burst { burst: i32 },
     #[error("client {name:?} is not a valid User-Agent: {source}")]
     UserAgent {
         name: String,
@@ -133,7 +133,7 @@ pub trait ClientSource: Send + Sync {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateScale {
     pub qps: f64,
-    pub burst: u32,
+    pub burst: i32,
 }
 
 impl RateScale {
@@ -180,7 +180,7 @@ pub struct Clients {
     transport: Transport,
     /// `--kube-api-qps` and `--kube-api-burst`, checked.
     qps: f64,
-    burst: u32,
+    burst: i32,
     read_only: bool,
     /// Sharded: the write fence every controller client checks.
     fence: Option<Arc<WriteFence>>,
@@ -206,7 +206,7 @@ impl Clients {
     /// Clients limited to `qps` requests per second with bursts of `burst` each (client-go's token
     /// bucket, as KCM's `--kube-api-qps`/`--kube-api-burst`). With `read_only`, every request other
     /// than GET fails before it leaves the process.
-    pub fn new(config: kube::Config, qps: f64, burst: u32, read_only: bool) -> Result<Self, ClientError> {
+    pub fn new(config: kube::Config, qps: f64, burst: i32, read_only: bool) -> Result<Self, ClientError> {
         quota(qps, burst)?;
         let transport = transport::shared(&config, None).map_err(|source| ClientError::Transport {
             server: config.cluster_url.clone(),
@@ -317,22 +317,39 @@ impl Clients {
         })?;
         Ok(ClientLayers {
             user_agent,
-            limiter: Arc::new(RateLimiter::direct(quota(
-                self.qps * scale.qps,
-                self.burst.saturating_mul(scale.burst),
-            )?)),
+            limiter: quota(self.qps * scale.qps, self.burst.saturating_mul(scale.burst))?
+                .map(|q| Arc::new(RateLimiter::direct(q))),
             read_only: self.read_only,
             fence: FenceLayer(fence),
         })
     }
 }
 
-/// client-go's token bucket: `qps` requests per second, bursts of `burst`.
-fn quota(qps: f64, burst: u32) -> Result<Quota, ClientError> {
+/// The QPS client-go gives a rest config whose QPS is 0 (`rest.DefaultQPS`).
+pub const CLIENT_GO_DEFAULT_QPS: f64 = 5.0;
+/// The burst client-go gives a rest config whose burst is 0 (`rest.DefaultBurst`).
+pub const CLIENT_GO_DEFAULT_BURST: u32 = 10;
+
+/// client-go's token bucket for a rest config of `qps` and `burst` (`rest.RESTClientFor`), after any
+/// factor KCM applies: a zero QPS or burst is client-go's default, a QPS not above zero (negative,
+/// NaN) sets no bucket, and so does one too high for a period of a nanosecond (`rate.Inf` included).
+/// A negative burst under a bucket fails every request of client-go's at its limiter; kcm-rs refuses
+/// it at start instead.
+fn quota(qps: f64, burst: i32) -> Result<Option<Quota>, ClientError> {
+    let qps = if qps == 0.0 { CLIENT_GO_DEFAULT_QPS } else { qps };
+    if qps.is_nan() || qps < 0.0 {
+        return Ok(None);
+    }
     let period = Duration::try_from_secs_f64(1.0 / qps).map_err(|_| ClientError::Qps { qps })?;
-    Ok(Quota::with_period(period)
-        .ok_or(ClientError::Qps { qps })?
-        .allow_burst(NonZeroU32::new(burst).ok_or(ClientError::Burst)?))
+    let Some(quota) = Quota::with_period(period) else {
+        return Ok(None);
+    };
+    let burst = match u32::try_from(burst) {
+        Ok(0) => CLIENT_GO_DEFAULT_BURST,
+        Ok(b) => b,
+        Err(_) => return Err(ClientError::Burst { burst }),
+    };
+    Ok(Some(quota.allow_burst(NonZeroU32::new(burst).expect("not zero"))))
 }
 
 /// One client's middleware, outermost first: the read-only guard (shadow mode), the User-Agent, the
@@ -341,7 +358,8 @@ fn quota(qps: f64, burst: u32) -> Result<Quota, ClientError> {
 #[derive(Clone)]
 pub struct ClientLayers {
     user_agent: HeaderValue,
-    limiter: Arc<DefaultDirectRateLimiter>,
+    /// `None`: no limit (a negative `--kube-api-qps`).
+    limiter: Option<Arc<DefaultDirectRateLimiter>>,
     read_only: bool,
     fence: FenceLayer,
 }
@@ -395,7 +413,8 @@ impl Edit for SetUserAgent {
 /// request that waits for a token waits with it.
 pub struct Qps<S> {
     inner: S,
-    limiter: Arc<DefaultDirectRateLimiter>,
+    /// `None`: every request passes at once.
+    limiter: Option<Arc<DefaultDirectRateLimiter>>,
     wait: Option<Pin<Box<tokio::time::Sleep>>>,
     /// A token was taken for the next call.
     permitted: bool,
@@ -429,15 +448,15 @@ where
     type Future = S::Future;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        while !self.permitted {
+        while let Some(limiter) = self.limiter.as_ref().filter(|_| !self.permitted) {
             if let Some(wait) = self.wait.as_mut() {
                 ready!(wait.as_mut().poll(cx));
                 self.wait = None;
             }
-            match self.limiter.check() {
+            match limiter.check() {
                 Ok(()) => self.permitted = true,
                 Err(not_until) => {
-                    let delay = not_until.wait_time_from(self.limiter.clock().now());
+                    let delay = not_until.wait_time_from(limiter.clock().now());
                     self.wait = Some(Box::pin(tokio::time::sleep(delay)));
                 }
             }
@@ -467,6 +486,9 @@ pub type ReadOnly<S> = Guarded<S, ReadOnlyGuard>;
 pub struct WriteRefused {
     method: Method,
     path: String,
+    /// Marks it as this process's refusal: nothing sends it again.
+    #[source]
+    refused: controller::RefusedHere,
 }
 
 impl Guard for ReadOnlyGuard {
@@ -475,6 +497,7 @@ impl Guard for ReadOnlyGuard {
             WriteRefused {
                 method: req.method().clone(),
                 path: req.uri().path().to_owned(),
+                refused: controller::RefusedHere,
             }
             .into()
         })

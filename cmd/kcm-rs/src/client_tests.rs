@@ -128,12 +128,44 @@ fn quotas_out_of_range_are_errors() {
         Clients::new(cfg.clone(), 1e-300, 30, false),
         Err(ClientError::Qps { .. })
     ));
+    // Too high for a period of a nanosecond: no bucket, as client-go's `rate.Inf`. With no bucket
+    // the burst is not read, a negative one included, as client-go's.
+    for unlimited in [1e300, f64::INFINITY, -1.0, f64::NAN] {
+        assert!(
+            Clients::new(cfg.clone(), unlimited, 30, false).is_ok(),
+            "{unlimited}"
+        );
+        assert!(
+            Clients::new(cfg.clone(), unlimited, -1, false).is_ok(),
+            "{unlimited}"
+        );
+    }
     assert!(matches!(
-        Clients::new(cfg.clone(), 1e300, 30, false),
-        Err(ClientError::Qps { .. })
+        Clients::new(cfg, 20.0, -1, false),
+        Err(ClientError::Burst { burst: -1 })
     ));
-    assert!(matches!(
-        Clients::new(cfg, 20.0, 0, false),
-        Err(ClientError::Burst)
-    ));
+}
+
+/// client-go's defaults for a zero QPS and burst (5 and 10), which KCM's flags reach unchecked,
+/// and no bucket at all for a negative QPS.
+#[tokio::test]
+async fn zero_takes_client_gos_defaults_and_a_negative_qps_no_limit() {
+    let sent_at_once = |qps: f64, burst: i32| async move {
+        let clients = Clients::new(config("http://127.0.0.1:1"), qps, burst, false).unwrap();
+        let (client, _seen) = fake_client(&clients.layers_for("replicaset-controller").unwrap());
+        let mut sent = 0;
+        while sent < 50
+            && tokio::time::timeout(Duration::from_millis(100), client.request_text(get()))
+                .await
+                .is_ok()
+        {
+            sent += 1;
+        }
+        sent
+    };
+    // Burst 10; one more token comes within the first 200 ms at 5 QPS.
+    assert!((10..=11).contains(&sent_at_once(0.0, 0).await));
+    assert!((10..=11).contains(&sent_at_once(0.001, 0).await));
+    assert_eq!(sent_at_once(-1.0, 0).await, 50);
+    assert_eq!(sent_at_once(0.001, 3).await, 3);
 }

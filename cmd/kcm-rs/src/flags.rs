@@ -14,7 +14,7 @@ pub const DEFAULT_CONCURRENT_SYNCS: usize = 5;
 /// KCM's `--kube-api-qps` default (controller-manager specific; client-go's is 5).
 pub const DEFAULT_KUBE_API_QPS: f64 = 20.0;
 /// KCM's `--kube-api-burst` default.
-pub const DEFAULT_KUBE_API_BURST: u32 = 30;
+pub const DEFAULT_KUBE_API_BURST: i32 = 30;
 /// KCM's `--kube-api-content-type` default (component-base `ClientConnectionConfiguration`).
 pub const DEFAULT_KUBE_API_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
 /// KCM's `--namespace-sync-period` default (`namespace::DEFAULT_SYNC_PERIOD`).
@@ -92,13 +92,14 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_CONTROLLERS, help_heading = "Generic flags")]
     pub controllers: Vec<String>,
 
-    /// QPS to use while talking with the Kubernetes API server.
-    #[arg(long, default_value_t = DEFAULT_KUBE_API_QPS, value_parser = positive_f64, help_heading = "Generic flags")]
+    /// QPS to use while talking with the Kubernetes API server. As client-go takes it: 0 is
+    /// client-go's default of 5, and a negative value sets no limit.
+    #[arg(long, default_value_t = DEFAULT_KUBE_API_QPS, value_parser = float32, allow_negative_numbers = true, help_heading = "Generic flags")]
     pub kube_api_qps: f64,
 
-    /// Burst to use while talking with the Kubernetes API server.
-    #[arg(long, default_value_t = DEFAULT_KUBE_API_BURST, value_parser = at_least_one_u32, help_heading = "Generic flags")]
-    pub kube_api_burst: u32,
+    /// Burst to use while talking with the Kubernetes API server. 0 is client-go's default of 10.
+    #[arg(long, default_value_t = DEFAULT_KUBE_API_BURST, value_parser = go_i32, allow_negative_numbers = true, help_heading = "Generic flags")]
+    pub kube_api_burst: i32,
 
     /// Content type of requests sent to apiserver. kcm-rs lists and watches pods in it; its other
     /// reads and its writes are JSON.
@@ -325,14 +326,17 @@ fn at_least_one(s: &str) -> Result<usize, String> {
     }
 }
 
-fn at_least_one_u32(s: &str) -> Result<u32, String> {
-    at_least_one(s).map(|n| u32::try_from(n).expect("parse_i32 is at most i32::MAX"))
-}
-
-fn positive_f64(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(n) if n > 0.0 && n.is_finite() => Ok(n),
-        _ => Err(format!("must be a number greater than 0, not {s:?}")),
+/// A pflag `Float32` (`strconv.ParseFloat(s, 32)`): any number a 32-bit float holds, infinities and
+/// NaN included, and nothing beyond its range.
+fn float32(s: &str) -> Result<f64, String> {
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "rounding to the nearest 32-bit float is what pflag's Float32 does"
+    )]
+    let rounded = s.parse::<f64>().map(|n| (n, n as f32));
+    match rounded {
+        Ok((n, f)) if f.is_finite() || !n.is_finite() => Ok(f64::from(f)),
+        _ => Err(format!("must be a 32-bit float, not {s:?}")),
     }
 }
 

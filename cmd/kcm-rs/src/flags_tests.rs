@@ -129,8 +129,10 @@ fn bad_values_name_the_flag() {
     assert!(err.contains("--concurrent-cron-job-syncs"), "{err}");
     let err = parse(&["--concurrent-replicaset-syncs=many"]).unwrap_err();
     assert!(err.contains("--concurrent-replicaset-syncs"), "{err}");
-    let err = parse(&["--kube-api-qps=-1"]).unwrap_err();
+    let err = parse(&["--kube-api-qps=1e39"]).unwrap_err();
     assert!(err.contains("--kube-api-qps"), "{err}");
+    let err = parse(&["--kube-api-burst=2147483648"]).unwrap_err();
+    assert!(err.contains("--kube-api-burst"), "{err}");
     let a = parse(&["--leader-elect=false", "--namespace=a", "--namespace=b"]).unwrap();
     assert!(!a.leader_elect);
     assert_eq!(a.namespaces, ["a", "b"]);
@@ -194,10 +196,27 @@ fn integer_flags_read_go_integer_syntax() {
     assert_eq!(a.concurrent_gc_syncs, 0, "no worker, as in KCM");
     for refused in [
         "--concurrent-job-syncs=0",
-        "--kube-api-burst=0x0",
+        "--kube-api-burst=0x80000000",
         "--concurrent-rc-syncs=08",
         "--concurrent-replicaset-syncs=2147483648",
     ] {
         assert!(parse(&[refused]).is_err(), "{refused}");
     }
+}
+
+/// KCM hands `--kube-api-qps` and `--kube-api-burst` to client-go unchecked: 0 is its default, a
+/// negative QPS no limit (`crate::client` applies both).
+#[test]
+fn the_client_flags_take_what_client_go_takes() {
+    let a = parse(&["--kube-api-qps=0", "--kube-api-burst=0"]).unwrap();
+    assert_eq!((a.kube_api_qps, a.kube_api_burst), (0.0, 0));
+    let a = parse(&["--kube-api-qps", "-1", "--kube-api-burst", "-1"]).unwrap();
+    assert_eq!((a.kube_api_qps, a.kube_api_burst), (-1.0, -1));
+    // pflag's Float32 rounds to a 32-bit float: the largest one is taken, a tiny one is 0.
+    let a = parse(&["--kube-api-qps=3.4028235e38"]).unwrap();
+    assert_eq!(a.kube_api_qps, f64::from(f32::MAX));
+    let a = parse(&["--kube-api-qps=1e-50"]).unwrap();
+    assert_eq!(a.kube_api_qps, 0.0);
+    let a = parse(&["--kube-api-qps=0.1"]).unwrap();
+    assert_eq!(a.kube_api_qps, f64::from(0.1_f32));
 }

@@ -110,7 +110,7 @@ pub(crate) async fn serve(script: Vec<(u16, Option<&'static str>)>, delay: Durat
     Script { url, seen }
 }
 
-fn clients(server: &Script, qps: f64, burst: u32) -> Clients {
+fn clients(server: &Script, qps: f64, burst: i32) -> Clients {
     Clients::new(kube::Config::new(server.url.parse().unwrap()), qps, burst, false).unwrap()
 }
 

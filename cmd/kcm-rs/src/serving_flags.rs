@@ -18,7 +18,7 @@ pub const DEFAULT_SECURE_PORT: u16 = 10257;
 /// QPS and burst of the clients that send TokenReviews and SubjectAccessReviews (k8s.io/apiserver
 /// gives its delegating clients 200/400, apart from `--kube-api-qps`).
 pub const DELEGATION_QPS: f64 = 200.0;
-pub const DELEGATION_BURST: u32 = 400;
+pub const DELEGATION_BURST: i32 = 400;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServingFlags {
