@@ -1,6 +1,7 @@
 //! A client middleware that refuses some requests before they leave the process: shadow mode's
 //! read-only guard and the sharded write fence are both one of these. A refused request fails like a
-//! transport error, so the controller retries it (and whoever may write then does).
+//! transport error, so the controller retries it (and whoever may write then does); the event
+//! recorder does not, for a refusal marked `controller::RefusedHere`.
 
 use std::{
     future::Future,

@@ -351,3 +351,45 @@ async fn reads_pass_a_closed_fence() {
     assert_eq!(seen.len(), 1);
     assert!(!seen[0].1.contains("timeout="), "{seen:?}");
 }
+
+/// The fence's refusal for a shard this replica does not hold, and shadow mode's, are final for the
+/// event recorder: no wait changes them. One for a shard still syncing, or whose renewal is not
+/// confirmed, is not: a few seconds later the write may pass.
+#[tokio::test]
+async fn only_a_shard_not_held_and_shadow_mode_refuse_events_for_good() {
+    let server = serve(vec![(201, None)], Duration::ZERO).await;
+    let syncing = {
+        let fence = Arc::new(WriteFence::new());
+        let shard = Shard::of_namespace("retry-ns", 2).unwrap();
+        fence.renewed(
+            shard,
+            Instant::now() + Duration::from_secs(10),
+            fence.suspended_now(),
+        );
+        fence.caches(shard, vec![Arc::new(|| false)]);
+        clients(&server, 1000.0, 1000)
+            .sharded(fence, "test-replica")
+            .unwrap()
+            .client_for("replicaset-controller")
+            .unwrap()
+    };
+    let not_held = fenced(&server, Instant::now() - Duration::from_secs(1));
+    let other = clients(&server, 1000.0, 1000)
+        .sharded(Arc::new(WriteFence::new()), "test-replica")
+        .unwrap()
+        .client_for("job-controller")
+        .unwrap();
+    let shadow = Clients::new(kube::Config::new(server.url.parse().unwrap()), 1000.0, 1000, true)
+        .unwrap()
+        .client_for("replicaset-controller")
+        .unwrap();
+    let err = send(&syncing, Method::POST).await.unwrap_err();
+    assert!(controller::events::transient(&err), "{err}");
+    let err = send(&not_held, Method::POST).await.unwrap_err();
+    assert!(controller::events::transient(&err), "renewal unconfirmed: {err}");
+    let err = send(&other, Method::POST).await.unwrap_err();
+    assert!(!controller::events::transient(&err), "not held: {err}");
+    let err = send(&shadow, Method::POST).await.unwrap_err();
+    assert!(!controller::events::transient(&err), "shadow: {err}");
+    assert!(server.seen.lock().is_empty(), "nothing left the process");
+}

@@ -186,6 +186,10 @@ pub async fn run_gated<C: Controller>(
         .chain(gate.as_ref().map(|g| g as &dyn HasSynced))
         .collect();
     if !wait_for_cache_sync(&cancel, &synced).await {
+        // Handlers may have recorded events already (a CronJob's unparseable schedule).
+        if let Some(events) = &wiring.events {
+            events.flush().await;
+        }
         return;
     }
     tracing::info!(

@@ -50,9 +50,11 @@ pub struct ShardNotHeld {
     path: String,
     namespace: String,
     why: Closed,
-    /// Marks it as this process's refusal: nothing sends it again.
+    /// Marks a refusal for a shard this replica does not hold as final: nothing sends it again (the
+    /// event recorder's tries). A shard still syncing, or whose renewal is not yet confirmed, may
+    /// take the write a few seconds later, so those refusals carry no mark.
     #[source]
-    refused: controller::RefusedHere,
+    refused: Option<controller::RefusedHere>,
 }
 
 /// A write that passed the fence but had no answer when the shard's window closed: it was dropped,
@@ -150,8 +152,8 @@ where
                     method: req.method().clone(),
                     path: req.uri().path().to_owned(),
                     namespace,
+                    refused: matches!(why, Closed::NotHeld).then_some(controller::RefusedHere),
                     why,
-                    refused: controller::RefusedHere,
                 };
                 return Box::pin(async move { Err(err.into()) });
             }

@@ -83,11 +83,12 @@ impl Sink {
                 EVENT_RETRY_WAIT
             };
             tokio::select! {
-                () = tokio::time::sleep(wait) => {}
+                biased;
                 () = self.stopping.cancelled() => {
                     tracing::warn!(namespace, reason, "event not written: the recorder stopped: {err}");
                     return Outcome::Dropped;
                 }
+                () = tokio::time::sleep(wait) => {}
             }
         }
         Outcome::Dropped
