@@ -52,7 +52,7 @@ pub async fn main() -> ExitCode {
 /// Logs as `--v`, `--logging-format` and `RUST_LOG` say, with a filter `PUT /debug/flags/v` may
 /// replace.
 fn init_logging(args: &Args) -> Verbosity {
-    let level = verbosity::level_of(u32::from(args.verbosity));
+    let level = verbosity::level_of(args.verbosity);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into());
     // Colour only on a terminal: a log file, a pipe or CI's capture would keep the escape codes.
     let colour =

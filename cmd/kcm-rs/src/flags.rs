@@ -285,8 +285,8 @@ pub struct Args {
     pub shadow_perturb: Option<ShadowPerturbation>,
 
     /// Number for the log level verbosity (0-2: info, 3-4: debug, 5 and up: trace). RUST_LOG overrides it.
-    #[arg(short = 'v', long = "v", default_value_t = 2, help_heading = "Logging flags")]
-    pub verbosity: u8,
+    #[arg(short = 'v', long = "v", default_value_t = 2, value_parser = verbosity_level, help_heading = "Logging flags")]
+    pub verbosity: u32,
 
     /// Sets the log format.
     #[arg(long, value_enum, default_value = "text", help_heading = "Logging flags")]
@@ -324,6 +324,27 @@ fn at_least_one(s: &str) -> Result<usize, String> {
         Some(Ok(n)) if n >= 1 => Ok(n),
         _ => Err(format!("must be an integer of at least 1, not {s:?}")),
     }
+}
+
+/// `-v` as component-base's logs flag reads it (`strconv.ParseUint(s, 10, 31)`): decimal digits
+/// only, no sign, at most 2^31 - 1.
+fn verbosity_level(s: &str) -> Result<u32, String> {
+    let refused = || format!("must be a whole number below 2147483648, not {s:?}");
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(refused());
+    }
+    s.parse::<u32>()
+        .ok()
+        .filter(|v| i32::try_from(*v).is_ok())
+        .ok_or_else(refused)
+}
+
+/// `--secure-port` as KCM reads it: a pflag `Int` (Go's integer syntax, `crate::go_int`), then
+/// k8s.io/apiserver's `SecureServingOptions.Validate` (0 to 65535, 0 turning serving off).
+pub fn secure_port(s: &str) -> Result<u16, String> {
+    let n = parse_i32(s).ok_or_else(|| format!("must be an integer, not {s:?}"))?;
+    u16::try_from(n)
+        .map_err(|_| format!("{n} must be between 0 and 65535, inclusive. 0 for turning off secure port"))
 }
 
 /// A pflag `Float32` (`strconv.ParseFloat(s, 32)`): any number a 32-bit float holds, infinities and

@@ -220,3 +220,22 @@ fn the_client_flags_take_what_client_go_takes() {
     let a = parse(&["--kube-api-qps=0.1"]).unwrap();
     assert_eq!(a.kube_api_qps, f64::from(0.1_f32));
 }
+
+/// `-v` is component-base's (`ParseUint(s, 10, 31)`); `--secure-port` a pflag `Int` that
+/// k8s.io/apiserver then checks against 0 to 65535.
+#[test]
+fn verbosity_and_the_secure_port_read_as_kcms() {
+    assert_eq!(parse(&["-v=300"]).unwrap().verbosity, 300);
+    assert_eq!(parse(&["--v=2147483647"]).unwrap().verbosity, 2_147_483_647);
+    for refused in ["-v=+2", "-v=2147483648", "-v=0x2", "-v="] {
+        assert!(parse(&[refused]).is_err(), "{refused}");
+    }
+    assert_eq!(
+        parse(&["--secure-port=0x2001"]).unwrap().serving.secure_port,
+        8193
+    );
+    assert_eq!(parse(&["--secure-port=0"]).unwrap().serving.secure_port, 0);
+    let err = parse(&["--secure-port=70000"]).unwrap_err();
+    assert!(err.contains("between 0 and 65535"), "{err}");
+    assert!(parse(&["--secure-port=-1"]).is_err());
+}

@@ -27,7 +27,7 @@ pub struct ServingFlags {
     pub bind_address: IpAddr,
 
     /// The port on which to serve HTTPS with authentication and authorization. 0 disables serving.
-    #[arg(long, default_value_t = DEFAULT_SECURE_PORT, help_heading = "Secure serving flags")]
+    #[arg(long, default_value_t = DEFAULT_SECURE_PORT, value_parser = crate::flags::secure_port, help_heading = "Secure serving flags")]
     pub secure_port: u16,
 
     /// The directory where the self-signed certificate is written (kcm-rs.crt, kcm-rs.key) and reused
