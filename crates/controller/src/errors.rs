@@ -93,10 +93,17 @@ impl ControlError {
 
     /// The namespace is being deleted: creations there will never succeed.
     pub fn is_namespace_terminating(&self) -> bool {
-        self.status()
-            .and_then(|s| s.details.as_ref())
-            .is_some_and(|d| d.causes.iter().any(|c| c.reason == NAMESPACE_TERMINATING_CAUSE))
+        self.status().is_some_and(namespace_terminating)
     }
+}
+
+/// Whether `status` says its namespace is being deleted (apimachinery `HasStatusCause` with
+/// [`NAMESPACE_TERMINATING_CAUSE`]).
+pub(crate) fn namespace_terminating(status: &kube::core::Status) -> bool {
+    status
+        .details
+        .as_ref()
+        .is_some_and(|d| d.causes.iter().any(|c| c.reason == NAMESPACE_TERMINATING_CAUSE))
 }
 
 /// The text upstream shows for an error: the Status message for API errors.

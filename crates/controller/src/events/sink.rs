@@ -17,7 +17,7 @@ use kube::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::{NAMESPACE_TERMINATING_CAUSE, RefusedHere};
+use crate::{RefusedHere, errors::namespace_terminating};
 
 /// How many times one event is sent at most (client-go `maxTriesPerEvent`).
 pub const EVENT_TRIES: u32 = 12;
@@ -149,12 +149,7 @@ fn refused_here(err: &(dyn StdError + 'static)) -> bool {
 /// a warning when this process refused to send it.
 fn log_refused(namespace: &str, reason: &str, err: &kube::Error) {
     match err {
-        kube::Error::Api(s)
-            if s.is_already_exists()
-                || s.details
-                    .as_ref()
-                    .is_some_and(|d| d.causes.iter().any(|c| c.reason == NAMESPACE_TERMINATING_CAUSE)) =>
-        {
+        kube::Error::Api(s) if s.is_already_exists() || namespace_terminating(s) => {
             tracing::trace!(namespace, reason, "server rejected event (will not retry): {err}");
         }
         kube::Error::Api(_) => {
