@@ -37,7 +37,7 @@ pub use correlator::{
 };
 pub use record::{EVENT_QUEUE_LENGTH, EventRecord, PlannedEvent, TYPE_NORMAL, TYPE_WARNING};
 pub use sink::{EVENT_RETRY_WAIT, EVENT_TRIES, transient};
-use sink::{Outcome, Sink, Write};
+use sink::{Sink, Write};
 
 /// Records events from a controller. Cloning shares the background writer.
 #[derive(Debug, Clone)]
@@ -152,7 +152,7 @@ async fn write_events(sink: Sink, component: String, instance: String, mut rx: m
             continue;
         };
         let now = Timestamp::now();
-        let stamp = Time(now);
+        let now_time = Time(now);
         // A cluster-scoped object's events go to `default`, as client-go's recorder files them.
         let namespace = ev
             .object
@@ -168,9 +168,21 @@ async fn write_events(sink: Sink, component: String, instance: String, mut rx: m
         } else {
             (Some(component.clone()), Some(instance.clone()))
         };
+        // A repeat keeps the name, first timestamp and count of the event already written under its
+        // key; if that event is gone (expired, deleted), the create that follows the patch's 404
+        // brings them back, as client-go's `eventObserve` does.
+        let (stamp, count, first) = match &decision.existing {
+            Some(existing) => (
+                existing.stamp,
+                existing.count.saturating_add(1),
+                Timestamp::from_nanosecond(i128::from(existing.stamp))
+                    .map_or_else(|_| now_time.clone(), Time),
+            ),
+            None => (nanos, 1, now_time.clone()),
+        };
         let event = Event {
             metadata: ObjectMeta {
-                name: Some(event_name(&ev.object, nanos)),
+                name: Some(event_name(&ev.object, stamp)),
                 namespace: Some(namespace.clone()),
                 ..ObjectMeta::default()
             },
@@ -182,35 +194,29 @@ async fn write_events(sink: Sink, component: String, instance: String, mut rx: m
                 component: Some(component.clone()),
                 host: None,
             }),
-            first_timestamp: Some(stamp.clone()),
-            last_timestamp: Some(stamp.clone()),
-            count: Some(1),
+            first_timestamp: Some(first),
+            last_timestamp: Some(now_time.clone()),
+            count: Some(count),
             reporting_component,
             reporting_instance,
             ..Event::default()
         };
-        match decision.existing {
-            Some(existing) => {
-                let count = existing.count + 1;
-                let patch = json!({"count": count, "lastTimestamp": stamp, "message": decision.message});
-                let name = event_name(&ev.object, existing.stamp);
-                let write = Write::Patch {
-                    name: &name,
-                    patch: &patch,
-                    then: &event,
-                };
-                match sink.send(&namespace, write, &ev.reason).await {
-                    Outcome::Patched => correlator.written(decision.key, existing.stamp, count),
-                    Outcome::Created => correlator.written(decision.key, nanos, 1),
-                    Outcome::Dropped => {}
-                }
-            }
-            None => {
-                if sink.send(&namespace, Write::Create(&event), &ev.reason).await == Outcome::Created {
-                    correlator.written(decision.key, nanos, 1);
-                }
-            }
-        }
+        let patch = decision
+            .existing
+            .is_some()
+            .then(|| json!({"count": count, "lastTimestamp": now_time, "message": decision.message}));
+        let write = match &patch {
+            Some(patch) => Write::Patch {
+                name: event.metadata.name.as_deref().unwrap_or_default(),
+                patch,
+                then: &event,
+            },
+            None => Write::Create(&event),
+        };
+        sink.send(&namespace, write, &ev.reason).await;
+        // Recorded whatever became of the write, as client-go's cache is before it writes: the next
+        // repeat patches this name with a count one higher, and creates it if it never was.
+        correlator.written(decision.key, stamp, count);
     }
 }
 

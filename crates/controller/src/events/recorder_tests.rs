@@ -173,3 +173,53 @@ fn only_transport_failures_are_transient() {
     let status = kube::core::Status::failure("etcd", "InternalError").with_code(500);
     assert!(!transient(&kube::Error::Api(Box::new(status))));
 }
+
+fn only_event(server: &ApiServer) -> Event {
+    let mut events = server.list::<Event>();
+    assert_eq!(events.len(), 1, "{events:?}");
+    events.remove(0)
+}
+
+/// A repeat whose event is gone (expired after the API server's hour, or deleted) brings it back
+/// under its name, first timestamp and next count, as client-go's recorder does: its cache holds the
+/// event it observed, and the create after the patch's 404 is of that event.
+#[tokio::test]
+async fn a_repeat_whose_event_is_gone_comes_back_under_its_name_and_count() {
+    let server = ApiServer::new();
+    let recorder = EventRecorder::new(server.client(), "job-controller", "test");
+    let again = || recorder.record(&object("web"), TYPE_NORMAL, "SuccessfulCreate", "made".into());
+    again();
+    again();
+    recorder.flush().await;
+    let first = only_event(&server);
+    assert_eq!(first.count, Some(2));
+    let name = first.metadata.name.clone().expect("a name");
+    server.remove::<Event>("ns", &name).expect("the event");
+    again();
+    recorder.flush().await;
+    let back = only_event(&server);
+    assert_eq!(back.metadata.name.as_deref(), Some(name.as_str()));
+    assert_eq!(back.count, Some(3));
+    assert_eq!(back.first_timestamp, first.first_timestamp);
+}
+
+/// An event the server refused still counts: the next identical one patches its name with count 2
+/// and, finding nothing, creates it so (client-go records an observation before writing it).
+#[tokio::test]
+async fn a_refused_event_is_counted_by_the_next_one() {
+    let server = ApiServer::new();
+    server
+        .on(Verb::Create, "events")
+        .times(1)
+        .fail(500, "InternalError", "etcd");
+    let recorder = EventRecorder::new(server.client(), "job-controller", "test");
+    recorder.record(&object("web"), TYPE_NORMAL, "SuccessfulCreate", "made".into());
+    recorder.flush().await;
+    assert!(server.list::<Event>().is_empty());
+    let refused = server.requests()[0].name.clone();
+    recorder.record(&object("web"), TYPE_NORMAL, "SuccessfulCreate", "made".into());
+    recorder.flush().await;
+    let event = only_event(&server);
+    assert_eq!(event.metadata.name, refused);
+    assert_eq!(event.count, Some(2));
+}

@@ -44,29 +44,19 @@ pub(super) struct Sink {
     pub stopping: CancellationToken,
 }
 
-/// What became of a write.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Outcome {
-    /// Patched the existing event.
-    Patched,
-    /// Created the event.
-    Created,
-    /// Given up on: the server refused it, this process did, the tries ran out, or the recorder
-    /// stopped while waiting to try again.
-    Dropped,
-}
-
 impl Sink {
-    /// Sends `write` to `namespace`, trying again after transport failures as described above.
-    pub(super) async fn send(&self, namespace: &str, write: Write<'_>, reason: &str) -> Outcome {
+    /// Sends `write` to `namespace`, trying again after transport failures as described above, until
+    /// it is written or given up on (refused by the server or by this process, out of tries, or the
+    /// recorder stopped while waiting to try again).
+    pub(super) async fn send(&self, namespace: &str, write: Write<'_>, reason: &str) {
         for attempt in 1..=EVENT_TRIES {
             let err = match self.try_once(namespace, &write).await {
-                Ok(outcome) => return outcome,
+                Ok(()) => return,
                 Err(e) => e,
             };
             if !transient(&err) {
                 log_refused(namespace, reason, &err);
-                return Outcome::Dropped;
+                return;
             }
             if attempt == EVENT_TRIES {
                 tracing::error!(
@@ -74,7 +64,7 @@ impl Sink {
                     reason,
                     "unable to write event (retry limit exceeded): {err}"
                 );
-                return Outcome::Dropped;
+                return;
             }
             tracing::warn!(namespace, reason, "unable to write event (will try again): {err}");
             let wait = if attempt == 1 {
@@ -86,15 +76,14 @@ impl Sink {
                 biased;
                 () = self.stopping.cancelled() => {
                     tracing::warn!(namespace, reason, "event not written: the recorder stopped: {err}");
-                    return Outcome::Dropped;
+                    return;
                 }
                 () = tokio::time::sleep(wait) => {}
             }
         }
-        Outcome::Dropped
     }
 
-    async fn try_once(&self, namespace: &str, write: &Write<'_>) -> kube::Result<Outcome> {
+    async fn try_once(&self, namespace: &str, write: &Write<'_>) -> kube::Result<()> {
         let create = match write {
             Write::Create(event) => event,
             Write::Patch { name, patch, then } => {
@@ -107,7 +96,7 @@ impl Sink {
                 )
                 .await;
                 match sent {
-                    Ok(_) => return Ok(Outcome::Patched),
+                    Ok(_) => return Ok(()),
                     Err(kube::Error::Api(s)) if s.code == 404 => then,
                     Err(e) => return Err(e),
                 }
@@ -115,7 +104,7 @@ impl Sink {
         };
         crate::writes::create(&self.client, namespace, *create)
             .await
-            .map(|_| Outcome::Created)
+            .map(|_| ())
     }
 }
 
