@@ -397,7 +397,11 @@ impl Args {
         I: IntoIterator<Item = T>,
         T: Into<OsString> + Clone,
     {
-        let args = args.into_iter().map(Into::into).map(word_separators_as_dashes);
+        let command = crate::pflag_syntax::as_pflag_reads(command);
+        let args = args
+            .into_iter()
+            .map(Into::into)
+            .map(crate::pflag_syntax::word_separators_as_dashes);
         let matches = command.clone().try_get_matches_from(args)?;
         let mut a = Self::from_arg_matches(&matches)?;
         a.flag_values = flag_values(&command, &matches);
@@ -442,25 +446,6 @@ fn flag_values(command: &clap::Command, matches: &clap::ArgMatches) -> BTreeMap<
             Some((name.to_owned(), value))
         })
         .collect()
-}
-
-/// `--kube_api_qps=20` as `--kube-api-qps=20`: KCM's flag set normalizes `_` in a flag's name to
-/// `-` (component-base `WordSepNormalizeFunc`), so command lines written for it either way work
-/// here. Only the name of an argument that starts with `--` changes, never a value.
-fn word_separators_as_dashes(arg: OsString) -> OsString {
-    let Some(text) = arg.to_str() else { return arg };
-    let Some(flag) = text.strip_prefix("--") else {
-        return arg;
-    };
-    let (name, value) = flag.split_once('=').map_or((flag, None), |(n, v)| (n, Some(v)));
-    if !name.contains('_') {
-        return arg;
-    }
-    let name = name.replace('_', "-");
-    OsString::from(match value {
-        Some(v) => format!("--{name}={v}"),
-        None => format!("--{name}"),
-    })
 }
 
 /// The informers' resync period: KCM's `ResyncPeriod`, `--min-resync-period` × (1 + `jitter`) with

@@ -239,3 +239,25 @@ fn verbosity_and_the_secure_port_read_as_kcms() {
     assert!(err.contains("between 0 and 65535"), "{err}");
     assert!(parse(&["--secure-port=-1"]).is_err());
 }
+
+/// pflag's rules for values: a flag that takes one takes the next word whatever it starts with, and
+/// a boolean flag takes one only after `=`, so a stray word after it is refused as KCM refuses it.
+#[test]
+fn values_are_read_as_pflag_reads_them() {
+    let a = parse(&["--terminated-pod-gc-threshold", "-0x10", "--kubeconfig", "--v=2"]).unwrap();
+    assert_eq!(a.terminated_pod_gc_threshold, -16);
+    assert_eq!(a.kubeconfig.as_deref(), Some(std::path::Path::new("--v=2")));
+    let a = parse(&["--kube-api-burst", "-1", "--kube-api-qps", "-1"]).unwrap();
+    assert_eq!((a.kube_api_qps, a.kube_api_burst), (-1.0, -1));
+    for (args, on) in [
+        (&["--leader-elect"][..], true),
+        (&["--leader-elect=false"], false),
+        (&["--profiling=false", "--leader-elect=true"], true),
+    ] {
+        assert_eq!(parse(args).unwrap().leader_elect, on, "{args:?}");
+    }
+    for args in [&["--leader-elect", "false"][..], &["--profiling", "false"]] {
+        let err = parse(args).unwrap_err();
+        assert!(err.contains("'false'"), "{args:?}: {err}");
+    }
+}

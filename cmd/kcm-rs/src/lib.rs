@@ -29,6 +29,7 @@ mod kubeconfig;
 mod leader_events;
 mod metric_labels;
 mod metrics;
+mod pflag_syntax;
 mod podgc_metrics;
 mod profiling;
 mod prom_text;

@@ -1,0 +1,45 @@
+//! Where clap reads a command line otherwise than KCM's flag set (spf13/pflag, with component-base's
+//! name normalization), the rules that make them agree, so that a command line written for KCM means
+//! the same here or is refused as it is there.
+
+use std::ffi::OsString;
+
+/// pflag's two rules for a flag's value, applied to every argument of `command`:
+/// - a flag that takes a value takes the next word, whatever it starts with: `--terminated-pod-gc-threshold
+///   -0x10` is -16 and `--kubeconfig --v=2` a path, where clap would read any word starting with `-`
+///   (other than a decimal number) as the next flag;
+/// - a boolean flag takes a value only after `=` (pflag's `NoOptDefVal`): `--leader-elect false` is
+///   the flag on and a stray `false`, which KCM refuses ("does not take any arguments"), where clap
+///   would read it as the flag's value and turn leader election off.
+pub(crate) fn as_pflag_reads(command: clap::Command) -> clap::Command {
+    command.mut_args(|arg| {
+        let boolean = arg.get_num_args().is_some_and(|n| n.min_values() == 0)
+            && arg.get_possible_values().iter().any(|v| v.get_name() == "true");
+        if boolean {
+            arg.require_equals(true)
+        } else if arg.get_action().takes_values() {
+            arg.allow_hyphen_values(true)
+        } else {
+            arg
+        }
+    })
+}
+
+/// `--kube_api_qps=20` as `--kube-api-qps=20`: KCM's flag set normalizes `_` in a flag's name to
+/// `-` (component-base `WordSepNormalizeFunc`), so command lines written for it either way work
+/// here. Only the name of an argument that starts with `--` changes, never a value.
+pub(crate) fn word_separators_as_dashes(arg: OsString) -> OsString {
+    let Some(text) = arg.to_str() else { return arg };
+    let Some(flag) = text.strip_prefix("--") else {
+        return arg;
+    };
+    let (name, value) = flag.split_once('=').map_or((flag, None), |(n, v)| (n, Some(v)));
+    if !name.contains('_') {
+        return arg;
+    }
+    let name = name.replace('_', "-");
+    OsString::from(match value {
+        Some(v) => format!("--{name}={v}"),
+        None => format!("--{name}"),
+    })
+}
