@@ -34,20 +34,23 @@ pub async fn config(args: &Args) -> Result<kube::Config, ClientError> {
 /// `--master` as client-go reads a server address (`DefaultServerURL`): a URL, or a `host:port`
 /// given the scheme its TLS settings call for (`https` with a CA, a client certificate or
 /// `insecure-skip-tls-verify`, else `http`). A bare host would otherwise reach kube as a URL with
-/// no scheme, which it cannot address.
+/// no scheme, which it cannot address. Only a URL may carry a path (the prefix of a proxy in front of
+/// the API server); a `host:port/path` is refused, as client-go refuses it.
 fn server_url(master: &str, tls: bool) -> Result<http::Uri, ClientError> {
     let invalid = |source| ClientError::Master {
         master: master.to_owned(),
         source,
     };
-    let uri: http::Uri = master.parse().map_err(invalid)?;
-    if uri.scheme().is_some() && uri.authority().is_some() {
+    if let Ok(uri) = master.parse::<http::Uri>()
+        && uri.scheme().is_some()
+        && uri.authority().is_some()
+    {
         return Ok(uri);
     }
     let scheme = if tls { "https" } else { "http" };
     let uri: http::Uri = format!("{scheme}://{master}").parse().map_err(invalid)?;
     match uri.authority() {
-        Some(a) if !a.host().is_empty() => Ok(uri),
+        Some(a) if !a.host().is_empty() && matches!(uri.path(), "" | "/") => Ok(uri),
         _ => Err(ClientError::NoHost {
             master: master.to_owned(),
         }),

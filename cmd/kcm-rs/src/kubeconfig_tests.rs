@@ -112,3 +112,25 @@ async fn a_host_and_port_get_the_scheme_their_tls_settings_call_for() {
         );
     }
 }
+
+/// A path is a proxy's prefix on a URL, and refused on a `host:port` (client-go's
+/// `DefaultServerURL`: "host must be a URL or a host:port pair").
+#[tokio::test]
+async fn only_a_url_carries_a_path() {
+    let c = config(&args(&["--master=https://proxy.example/k8s"]))
+        .await
+        .unwrap();
+    assert_eq!(c.cluster_url.path(), "/k8s");
+    for with_path in ["10.0.0.1:6443/k8s", "localhost/"] {
+        let r = config(&args(&[&format!("--master={with_path}")])).await;
+        match with_path {
+            "localhost/" => assert!(r.is_ok(), "a bare `/` is no path"),
+            _ => assert!(
+                r.unwrap_err()
+                    .to_string()
+                    .contains("host must be a URL or a host:port pair"),
+                "{with_path}"
+            ),
+        }
+    }
+}
