@@ -248,7 +248,7 @@ pub struct Running {
     leading: Option<JoinHandle<()>>,
 }
 
-/// How often [`Running::wait_synced`] looks.
+/// How often [`Running::wait_synced`] and [`Running::stopped`] look.
 const SYNC_POLL: Duration = Duration::from_millis(50);
 
 impl Running {
@@ -279,9 +279,20 @@ impl Running {
         }
     }
 
-    /// Resolves once the controllers stop: the Lease was lost, or [`Running::shutdown`] began.
+    /// Resolves once the controllers stop: the Lease was lost, [`Running::shutdown`] began, or a
+    /// controller stopped on a panic ([`Running::crashed`]; the binary exits then, as KCM's process
+    /// does), so that a caller waiting on it is not left waiting on a controller that does nothing.
     pub fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {
-        self.cancel.clone().cancelled_owned()
+        let cancel = self.cancel.clone();
+        let crashed: Vec<_> = self.started.iter().map(|s| s.stopped.clone()).collect();
+        async move {
+            while !crashed.iter().any(|c| c()) {
+                tokio::select! {
+                    () = cancel.cancelled() => return,
+                    () = tokio::time::sleep(SYNC_POLL) => {}
+                }
+            }
+        }
     }
 
     /// Stops taking work, waits for in-flight syncs (at most the binary's 30 s), then releases the
@@ -343,5 +354,41 @@ mod tests {
         assert!(running.controllers().is_empty());
         assert!(running.has_synced());
         running.shutdown().await;
+    }
+
+    /// A controller that stops on a panic ends the wait on [`Running::stopped`], as it ends KCM's
+    /// process; so does a shutdown.
+    #[tokio::test(start_paused = true)]
+    async fn stopped_resolves_on_a_crash_or_a_shutdown() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let running = |crashed: Arc<AtomicBool>| Running {
+            cancel: CancellationToken::new(),
+            lead: CancellationToken::new(),
+            started: vec![Started {
+                name: "job-controller",
+                synced: Arc::new(|| true),
+                stopped: Arc::new(move || crashed.load(Ordering::Relaxed)),
+                task: tokio::spawn(async {}),
+            }],
+            leading: None,
+        };
+        let crashed = Arc::new(AtomicBool::new(false));
+        let r = running(crashed.clone());
+        let mut stopped = std::pin::pin!(r.stopped());
+        assert!(futures::poll!(stopped.as_mut()).is_pending());
+        tokio::time::sleep(SYNC_POLL * 3).await;
+        assert!(futures::poll!(stopped.as_mut()).is_pending());
+        crashed.store(true, Ordering::Relaxed);
+        tokio::time::timeout(SYNC_POLL * 2, stopped)
+            .await
+            .expect("resolved by the crash");
+        assert_eq!(r.crashed(), ["job-controller"]);
+
+        let r = running(Arc::new(AtomicBool::new(false)));
+        let stopped = r.stopped();
+        r.shutdown().await;
+        tokio::time::timeout(SYNC_POLL, stopped)
+            .await
+            .expect("resolved by the shutdown");
     }
 }
