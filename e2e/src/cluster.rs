@@ -143,6 +143,21 @@ impl Cluster {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// GETs `path` from upstream kube-controller-manager's HTTPS endpoint with the admin token:
+    /// (status, body).
+    pub fn upstream_kcm_get(&self, path: &str) -> (u16, String) {
+        let env = std::fs::read_to_string(self.run_dir.join("cluster.env")).expect("cluster.env");
+        let port = env_value(&env, "KCM_PORT")
+            .and_then(|p| p.parse().ok())
+            .expect("KCM_PORT in cluster.env");
+        let token = std::fs::read_to_string(self.run_dir.join("pki/admin.token")).expect("admin token");
+        let creds = crate::serving::Creds {
+            token: Some(token.trim().to_owned()),
+            cert: None,
+        };
+        crate::serving::https_get(port, path, &creds)
+    }
+
     /// Runs the control plane's kubectl with the admin kubeconfig; panics with its output on failure.
     pub fn kubectl(&self, args: &[&str]) -> String {
         self.try_kubectl(args).unwrap_or_else(|e| panic!("{e}"))

@@ -2,9 +2,11 @@
 //! moment a queue exists, so dashboards built for KCM show 0 rather than "no data".
 //!
 //! kcm-rs runs every controller read-only (`--shadow`, safe beside upstream in reference mode),
-//! limited to an empty namespace so that nothing ever reaches its queues.
+//! limited to an empty namespace so that nothing ever reaches its queues. Every metric family that
+//! both it and the cluster's kube-controller-manager export is described alike: the same `# HELP`
+//! text, stability level included, and the same `# TYPE`.
 
-use std::time::Duration;
+use std::{collections::BTreeMap, time::Duration};
 
 use kcm_rs_e2e::{Cluster, KcmRs, with_namespace};
 
@@ -48,6 +50,45 @@ async fn an_idle_kcm_rs_exports_every_workqueue_series_at_zero() {
                 assert_eq!(value, Some(0.0), "{prefix}… missing or not 0 in:\n{text}");
             }
         }
+        let (code, upstream) = cluster.upstream_kcm_get("/metrics");
+        assert_eq!(code, 200, "{upstream}");
+        let ours = descriptions(&text);
+        let theirs = descriptions(&upstream);
+        let both: Vec<_> = ours.keys().filter(|k| theirs.contains_key(*k)).collect();
+        for family in [
+            "workqueue_adds_total",
+            "workqueue_depth",
+            "workqueue_unfinished_work_seconds",
+        ] {
+            assert!(
+                both.contains(&&family.to_owned()),
+                "{family} not on both pages: {both:?}"
+            );
+        }
+        let differ: Vec<String> = both
+            .iter()
+            .filter(|k| ours[**k] != theirs[**k])
+            .map(|k| format!("{k}:\n  kcm-rs:   {:?}\n  upstream: {:?}", ours[*k], theirs[*k]))
+            .collect();
+        assert!(
+            differ.is_empty(),
+            "described otherwise than upstream's:\n{}",
+            differ.join("\n")
+        );
     })
     .await;
+}
+
+/// Each family's `# HELP` and `# TYPE` lines, by family name.
+fn descriptions(page: &str) -> BTreeMap<String, (String, String)> {
+    let mut out: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for line in page.lines() {
+        for (prefix, help) in [("# HELP ", true), ("# TYPE ", false)] {
+            if let Some((name, rest)) = line.strip_prefix(prefix).and_then(|l| l.split_once(' ')) {
+                let entry = out.entry(name.to_owned()).or_default();
+                *(if help { &mut entry.0 } else { &mut entry.1 }) = rest.to_owned();
+            }
+        }
+    }
+    out
 }

@@ -97,39 +97,43 @@ impl PromJobMetrics {
         let r = registry.sub_registry_with_prefix("job_controller");
         r.register(
             "job_sync_duration_seconds",
-            "The time it took to sync a job",
+            "[STABLE] The time it took to sync a job",
             m.sync_duration.clone(),
         );
-        r.register("job_syncs", "The number of job syncs", m.syncs.clone());
-        r.register("jobs_finished", "The number of finished jobs", m.finished.clone());
+        r.register("job_syncs", "[STABLE] The number of job syncs", m.syncs.clone());
+        r.register(
+            "jobs_finished",
+            "[STABLE] The number of finished jobs",
+            m.finished.clone(),
+        );
         r.register(
             "job_pods_finished",
-            "The number of finished Pods that are fully tracked",
+            "[STABLE] The number of finished Pods that are fully tracked",
             m.pods_finished.clone(),
         );
         r.register(
             "pod_failures_handled_by_failure_policy",
-            "The number of failed Pods handled by failure policy with respect to the failure policy action applied based on the matched rule",
+            "[BETA] The number of failed Pods handled by failure policy with\\n\t\t\trespect to the failure policy action applied based on the matched\\n\t\t\trule. Possible values of the action label correspond to the\\n\t\t\tpossible values for the failure policy rule action, which are:\\n\t\t\t\"FailJob\", \"Ignore\" and \"Count\".",
             m.by_policy.clone(),
         );
         r.register(
             "terminated_pods_tracking_finalizer",
-            "The number of terminated pods (phase=Failed|Succeeded) that have the finalizer batch.kubernetes.io/job-tracking",
+            "[BETA] The number of terminated pods (phase=Failed|Succeeded)\\nthat have the finalizer batch.kubernetes.io/job-tracking\\nThe event label can be \"add\" or \"delete\".",
             m.tracking_finalizer.clone(),
         );
         r.register(
             "job_finished_indexes",
-            "The number of finished indexes",
+            "[ALPHA] The number of finished indexes. Possible values for the\\n\t\t\tstatus label are: \"succeeded\", \"failed\". Possible values for the\\n\t\t\tbackoffLimit label are: \"perIndex\" and \"global\"",
             m.finished_indexes.clone(),
         );
         r.register(
             "job_pods_creation",
-            "The number of Pods created by the Job controller labelled with a reason for the Pod creation",
+            "[ALPHA] The number of Pods created by the Job controller labelled with a reason for the Pod creation.\\nThis metric also distinguishes between Pods created using different PodReplacementPolicy settings.\\nPossible values of the \"reason\" label are:\\n\"new\", \"recreate_terminating_or_failed\", \"recreate_failed\".\\nPossible values of the \"status\" label are:\\n\"succeeded\", \"failed\".",
             m.pods_created.clone(),
         );
         r.register(
             "jobs_by_external_controller",
-            "The number of Jobs managed by an external controller",
+            "[ALPHA] The number of Jobs managed by an external controller",
             m.external.clone(),
         );
         Arc::new(m)

@@ -122,35 +122,39 @@ impl Metrics {
             series: None,
         };
         let mut r = m.registry.lock();
-        r.register("workqueue_depth", "Current depth of workqueue", m.depth.clone());
+        r.register(
+            "workqueue_depth",
+            "[BETA] Current depth of workqueue",
+            m.depth.clone(),
+        );
         r.register(
             "workqueue_adds",
-            "Total number of adds handled by workqueue",
+            "[BETA] Total number of adds handled by workqueue",
             m.adds.clone(),
         );
         r.register(
             "workqueue_queue_duration_seconds",
-            "How long in seconds an item stays in workqueue before being requested",
+            "[BETA] How long in seconds an item stays in workqueue before being requested.",
             m.queue_duration.clone(),
         );
         r.register(
             "workqueue_work_duration_seconds",
-            "How long in seconds processing an item from workqueue takes",
+            "[BETA] How long in seconds processing an item from workqueue takes.",
             m.work_duration.clone(),
         );
         r.register(
             "workqueue_unfinished_work_seconds",
-            "How many seconds of work has been done that is in progress and hasn't been observed by work_duration",
+            "[BETA] How many seconds of work has done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
             m.unfinished.clone(),
         );
         r.register(
             "workqueue_longest_running_processor_seconds",
-            "How many seconds has the longest running processor for workqueue been running",
+            "[BETA] How many seconds has the longest running processor for workqueue been running.",
             m.longest.clone(),
         );
         r.register(
             "workqueue_retries",
-            "Total number of retries handled by workqueue",
+            "[BETA] Total number of retries handled by workqueue",
             m.retries.clone(),
         );
         r.register(
@@ -185,27 +189,27 @@ impl Metrics {
         );
         r.register(
             "replicaset_controller_sorting_deletion_age_ratio",
-            "The ratio of chosen deleted pod's ages to the current youngest pod's age (at the time). Should be <2. The intent of this metric is to measure the rough efficacy of the LogarithmicScaleDown feature gate's effect on the sorting (and deletion) of pods when a replicaset scales down. This only considers Ready pods when calculating and reporting.",
+            "[ALPHA] The ratio of chosen deleted pod's ages to the current youngest pod's age (at the time). Should be <2. The intent of this metric is to measure the rough efficacy of the LogarithmicScaleDown feature gate's effect on the sorting (and deletion) of pods when a replicaset scales down. This only considers Ready pods when calculating and reporting.",
             m.deletion_age_ratio.clone(),
         );
         r.register(
             "ttl_after_finished_controller_job_deletion_duration_seconds",
-            "The time it took to delete the job since it became eligible for deletion",
+            "[ALPHA] The time it took to delete the job since it became eligible for deletion",
             m.ttl_deletion_duration.clone(),
         );
         r.register(
             "cronjob_controller_job_creation_skew_duration_seconds",
-            "Time between when a cronjob is scheduled to be run, and when the corresponding job is created",
+            "[STABLE] Time between when a cronjob is scheduled to be run, and when the corresponding job is created",
             m.cronjob_creation_skew.clone(),
         );
         r.register(
             "replicaset_controller_stale_sync_skips",
-            "Number of times the ReplicaSet controller skipped a sync due to stale informer data",
+            "[ALPHA] Total number of ReplicaSet syncs skipped due to a stale watch cache.",
             m.stale_skips.clone(),
         );
         r.register(
             "job_controller_stale_sync_skips",
-            "Syncs of a Job skipped because an informer had not yet seen this controller's own write",
+            "[ALPHA] Total number of Job syncs skipped due to a stale watch cache.",
             m.job_stale_skips.clone(),
         );
         r.register(
@@ -215,12 +219,12 @@ impl Metrics {
         );
         r.register(
             "leader_election_master_status",
-            "1 while this instance is the leader, 0 otherwise",
+            "[ALPHA] Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
             m.leader.clone(),
         );
         r.register(
             "leader_election_slowpath",
-            "Renewals of a held lease that read it before writing: the write of the lease as last seen failed",
+            "[ALPHA] Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease. Please make sure to group by name.",
             m.leader_slowpath.clone(),
         );
         r.register(

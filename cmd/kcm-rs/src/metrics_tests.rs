@@ -116,3 +116,39 @@ fn the_whole_page_is_prometheus_text() {
     }
     assert!(!text.contains("# EOF") && !text.contains("# UNIT"), "{text}");
 }
+
+/// Help texts as KCM's page shows them: the stability level first for every family KCM has (only
+/// kcm-rs's own `kcm_rs_*` go without), no `.` added, and a Go help text written over several
+/// source lines kept on one line with its newlines escaped and its indentation. The e2e test
+/// `metrics_idle` compares the families an idle KCM shows with its page.
+#[test]
+fn help_texts_are_kcms() {
+    use job::JobMetrics as _;
+    let m = Metrics::new();
+    let _q = m.queue_metrics("replicaset");
+    // A family is on the page once it has a sample, as in KCM.
+    let jobs = m.job_metrics();
+    jobs.job_sync("NonIndexed", "success", "reconciling", Duration::from_millis(3));
+    jobs.pod_failures_handled_by_policy("Ignore", 1);
+    let text = m.encode();
+    for line in text.lines().filter(|l| l.starts_with("# HELP ")) {
+        let (name, help) = line[7..].split_once(' ').expect("a name and a text");
+        if !name.starts_with("kcm_rs_") {
+            assert!(
+                ["[ALPHA] ", "[BETA] ", "[STABLE] "]
+                    .iter()
+                    .any(|l| help.starts_with(l)),
+                "{line}"
+            );
+        }
+        assert!(!help.ends_with(".."), "{line}");
+    }
+    let policy = "# HELP job_controller_pod_failures_handled_by_failure_policy_total [BETA] The number of \
+                  failed Pods handled by failure policy with\\n\t\t\trespect to the failure policy action \
+                  applied based on the matched\\n\t\t\trule.";
+    assert!(text.lines().any(|l| l.starts_with(policy)), "{text}");
+    assert!(
+        text.contains("# HELP job_controller_job_syncs_total [STABLE] The number of job syncs\n"),
+        "{text}"
+    );
+}

@@ -28,12 +28,12 @@ impl PromPodGcMetrics {
         let m = Self::default();
         registry.register(
             "pod_gc_collector_force_delete_pods",
-            "Number of pods that are being forcefully deleted since the Pod GC Controller started.",
+            "[ALPHA] Number of pods that are being forcefully deleted since the Pod GC Controller started.",
             m.deleted.clone(),
         );
         registry.register(
             "pod_gc_collector_force_delete_pod_errors",
-            "Number of errors encountered when forcefully deleting the pods since the Pod GC Controller started.",
+            "[ALPHA] Number of errors encountered when forcefully deleting the pods since the Pod GC Controller started.",
             m.errors.clone(),
         );
         Arc::new(m)

@@ -5,7 +5,9 @@
 //! finds no type for the samples, and a diff against KCM's page shows every counter. OpenMetrics'
 //! `info` and `unknown` types, which a classic parser refuses (failing the whole scrape), become
 //! `gauge` and `untyped`. So the few lines that differ are rewritten; the samples are the same in
-//! both formats.
+//! both formats. Help texts are registered as KCM's page shows them, stability level first
+//! (`[ALPHA] `, `[BETA] `, `[STABLE] `, as component-base writes it) and newlines escaped; only the
+//! `.` prometheus-client puts after each is taken off here.
 
 use std::collections::HashSet;
 
@@ -17,6 +19,12 @@ pub fn prometheus_text(openmetrics: &str) -> String {
         .collect();
     let mut out = String::with_capacity(openmetrics.len() + 8 * counters.len());
     for line in openmetrics.lines() {
+        // prometheus-client ends every help text with a `.` of its own; the texts are registered
+        // as KCM writes them, so it comes off.
+        let line = match line.strip_prefix("# HELP ") {
+            Some(_) => line.strip_suffix('.').unwrap_or(line),
+            None => line,
+        };
         if line == "# EOF" || line.starts_with("# UNIT ") {
             continue;
         }
@@ -61,7 +69,7 @@ mod tests {
                   # HELP workqueue_depth Current depth of workqueue.\n\
                   # TYPE workqueue_depth gauge\n\
                   workqueue_depth{name=\"replicaset\"} 0\n\
-                  # HELP work_seconds How long.\n\
+                  # HELP work_seconds How long..\n\
                   # TYPE work_seconds histogram\n\
                   # UNIT work_seconds seconds\n\
                   work_seconds_sum 0.5\n\
@@ -70,10 +78,10 @@ mod tests {
                   # EOF\n";
         assert_eq!(
             prometheus_text(om),
-            "# HELP workqueue_adds_total Total number of adds handled by workqueue.\n\
+            "# HELP workqueue_adds_total Total number of adds handled by workqueue\n\
              # TYPE workqueue_adds_total counter\n\
              workqueue_adds_total{name=\"replicaset\"} 3\n\
-             # HELP workqueue_depth Current depth of workqueue.\n\
+             # HELP workqueue_depth Current depth of workqueue\n\
              # TYPE workqueue_depth gauge\n\
              workqueue_depth{name=\"replicaset\"} 0\n\
              # HELP work_seconds How long.\n\
@@ -99,7 +107,7 @@ mod tests {
         let om = "# TYPE adds counter\nadds_total 1\n# HELP adds_now Now.\n# TYPE adds_now gauge\nadds_now 2\n# EOF\n";
         assert_eq!(
             prometheus_text(om),
-            "# TYPE adds_total counter\nadds_total 1\n# HELP adds_now Now.\n# TYPE adds_now gauge\nadds_now 2\n"
+            "# TYPE adds_total counter\nadds_total 1\n# HELP adds_now Now\n# TYPE adds_now gauge\nadds_now 2\n"
         );
     }
 }

@@ -44,17 +44,17 @@ impl Default for Slis {
         let mut registry = Registry::default();
         registry.register(
             "kubernetes_healthcheck",
-            "[STABLE] This metric records the result of a single healthcheck",
+            "[STABLE] This metric records the result of a single healthcheck.",
             result.clone(),
         );
         registry.register(
             "kubernetes_healthchecks",
-            "[STABLE] This metric records the results of all healthcheck",
+            "[STABLE] This metric records the results of all healthcheck.",
             total.clone(),
         );
         registry.register(
             "process_start_time_seconds",
-            "[ALPHA] Start time of the process since unix epoch in seconds",
+            "[ALPHA] Start time of the process since unix epoch in seconds.",
             started,
         );
         Slis {
