@@ -59,6 +59,9 @@ async fn an_idle_kcm_rs_exports_every_workqueue_series_at_zero() {
             "workqueue_adds_total",
             "workqueue_depth",
             "workqueue_unfinished_work_seconds",
+            "process_cpu_seconds_total",
+            "process_resident_memory_bytes",
+            "process_network_receive_bytes_total",
         ] {
             assert!(
                 both.contains(&&family.to_owned()),

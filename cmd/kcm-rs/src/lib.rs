@@ -31,6 +31,7 @@ mod metric_labels;
 mod metrics;
 mod pflag_syntax;
 mod podgc_metrics;
+mod process_metrics;
 mod profiling;
 mod prom_text;
 mod proxy;

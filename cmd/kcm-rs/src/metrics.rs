@@ -122,6 +122,7 @@ impl Metrics {
             series: None,
         };
         let mut r = m.registry.lock();
+        r.register_collector(Box::new(crate::process_metrics::ProcessCollector));
         r.register(
             "workqueue_depth",
             "[BETA] Current depth of workqueue",

@@ -39,8 +39,8 @@ impl Default for Slis {
         let started = Gauge::<f64, AtomicU64>::default();
         let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         started.set(since_epoch.as_secs_f64());
-        // The help texts are component-base's, with its stability prefix; prometheus-client adds
-        // the closing period.
+        // The help texts are component-base's, with its stability prefix; the `.` prometheus-client
+        // adds after each comes off in `prom_text`.
         let mut registry = Registry::default();
         registry.register(
             "kubernetes_healthcheck",
