@@ -62,6 +62,9 @@ async fn an_idle_kcm_rs_exports_every_workqueue_series_at_zero() {
             "process_cpu_seconds_total",
             "process_resident_memory_bytes",
             "process_network_receive_bytes_total",
+            "rest_client_requests_total",
+            "rest_client_request_duration_seconds",
+            "rest_client_rate_limiter_duration_seconds",
         ] {
             assert!(
                 both.contains(&&family.to_owned()),

@@ -128,6 +128,7 @@ async fn run(args: Args, verbosity: Arc<Verbosity>) -> anyhow::Result<ExitCode> 
         clients = clients.named(&identity);
     }
     let metrics = Metrics::new();
+    metrics.register_rest_client(&clients.rest_metrics());
     let health = Arc::new(Health::default());
     tokio::spawn(exit_on_crash(health.clone()));
     // As KCM's, /healthz lists the election's check from the start, before the campaign.

@@ -34,6 +34,7 @@ use crate::{
     edit::{Edit, Edited},
     flags::Args,
     guard::{Guard, Guarded},
+    rest_metrics::{Attempts, RestClientMetrics, Timed},
     retry::{Retry, RetryLayer},
     review_retry::ReviewRetryLayer,
     serving_flags::{DELEGATION_BURST, DELEGATION_QPS, DelegationClients},
@@ -189,6 +190,8 @@ pub struct Clients {
     identity: Option<String>,
     /// The clients made so far by name: a controller started once per shard keeps one token bucket.
     made: Arc<parking_lot::Mutex<HashMap<String, Client>>>,
+    /// What every client built here counts, for `/metrics`.
+    rest: Arc<RestClientMetrics>,
 }
 
 impl std::fmt::Debug for Clients {
@@ -213,7 +216,6 @@ impl Clients {
             source: Box::new(source),
         })?;
         Ok(Self {
-            config,
             transport,
             qps,
             burst,
@@ -221,7 +223,14 @@ impl Clients {
             fence: None,
             identity: None,
             made: Arc::default(),
+            rest: RestClientMetrics::new(&config.cluster_url),
+            config,
         })
+    }
+
+    /// The `rest_client_*` families the clients built here count in, to register for `/metrics`.
+    pub fn rest_metrics(&self) -> Arc<RestClientMetrics> {
+        self.rest.clone()
     }
 
     /// Clients of a replica sharing the work: every controller client's writes pass `fence`, and
@@ -321,6 +330,7 @@ impl Clients {
                 .map(|q| Arc::new(RateLimiter::direct(q))),
             read_only: self.read_only,
             fence: FenceLayer(fence),
+            rest: self.rest.clone(),
         })
     }
 }
@@ -362,6 +372,7 @@ pub struct ClientLayers {
     limiter: Option<Arc<DefaultDirectRateLimiter>>,
     read_only: bool,
     fence: FenceLayer,
+    rest: Arc<RestClientMetrics>,
 }
 
 impl std::fmt::Debug for ClientLayers {
@@ -374,20 +385,30 @@ impl std::fmt::Debug for ClientLayers {
 }
 
 impl<S> Layer<S> for ClientLayers {
-    type Service = ReadOnly<UserAgent<Retry<Qps<Fenced<S>>>>>;
+    type Service = ReadOnly<Timed<UserAgent<Retry<Qps<Fenced<Attempts<S>>>>>>>;
     fn layer(&self, inner: S) -> Self::Service {
+        let rest = Some(self.rest.clone());
         Guarded {
             guard: ReadOnlyGuard {
                 enabled: self.read_only,
             },
-            inner: Edited {
-                edit: SetUserAgent(self.user_agent.clone()),
-                inner: RetryLayer::default().layer(Qps {
-                    inner: self.fence.layer(inner),
-                    limiter: self.limiter.clone(),
-                    wait: None,
-                    permitted: false,
-                }),
+            inner: Timed {
+                metrics: rest.clone(),
+                inner: Edited {
+                    edit: SetUserAgent(self.user_agent.clone()),
+                    inner: RetryLayer::default().layer(Qps {
+                        inner: self.fence.layer(Attempts {
+                            inner,
+                            metrics: rest.clone(),
+                        }),
+                        limiter: self.limiter.clone(),
+                        wait: None,
+                        permitted: false,
+                        since: None,
+                        waited: Duration::ZERO,
+                        metrics: rest,
+                    }),
+                },
             },
         }
     }
@@ -418,6 +439,12 @@ pub struct Qps<S> {
     wait: Option<Pin<Box<tokio::time::Sleep>>>,
     /// A token was taken for the next call.
     permitted: bool,
+    /// When the wait for the next token began.
+    since: Option<tokio::time::Instant>,
+    /// How long the token held for the next call was waited for.
+    waited: Duration,
+    /// Where that wait is observed, when the token is used.
+    metrics: Option<Arc<RestClientMetrics>>,
 }
 
 impl<S: Clone> Clone for Qps<S> {
@@ -427,6 +454,9 @@ impl<S: Clone> Clone for Qps<S> {
             limiter: self.limiter.clone(),
             wait: None,
             permitted: false,
+            since: None,
+            waited: Duration::ZERO,
+            metrics: self.metrics.clone(),
         }
     }
 }
@@ -449,12 +479,17 @@ where
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         while let Some(limiter) = self.limiter.as_ref().filter(|_| !self.permitted) {
+            let since = *self.since.get_or_insert_with(tokio::time::Instant::now);
             if let Some(wait) = self.wait.as_mut() {
                 ready!(wait.as_mut().poll(cx));
                 self.wait = None;
             }
             match limiter.check() {
-                Ok(()) => self.permitted = true,
+                Ok(()) => {
+                    self.permitted = true;
+                    self.since = None;
+                    self.waited = since.elapsed();
+                }
                 Err(not_until) => {
                     let delay = not_until.wait_time_from(limiter.clock().now());
                     self.wait = Some(Box::pin(tokio::time::sleep(delay)));
@@ -466,6 +501,9 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         if !crate::retry::unthrottled(&req) {
+            if let Some(m) = self.metrics.as_ref().filter(|_| self.permitted) {
+                m.throttled(req.method(), self.waited);
+            }
             self.permitted = false;
         }
         self.inner.call(req)

@@ -262,6 +262,11 @@ impl Metrics {
         crate::job_metrics::PromJobMetrics::register(&mut self.registry.lock())
     }
 
+    /// Adds the clients' `rest_client_*` families to the page.
+    pub fn register_rest_client(&self, rest: &crate::rest_metrics::RestClientMetrics) {
+        rest.register(&mut self.registry.lock());
+    }
+
     /// The Prometheus text exposition, as KCM writes it (`crate::prom_text`).
     pub fn encode(&self) -> String {
         let mut out = String::new();

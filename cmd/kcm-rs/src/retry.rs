@@ -121,10 +121,14 @@ pub struct Retried;
 /// sees the request): a run of watches, streaming lists among them, goes out at once; a watch
 /// behind a throttled write does not.
 pub fn unthrottled<B>(req: &Request<B>) -> bool {
-    let watch = req.uri().query().is_some_and(|q| {
+    is_watch(req) && req.extensions().get::<Retried>().is_none()
+}
+
+/// Whether `req` asks for a watch (`?watch=true`, or `1`).
+pub fn is_watch<B>(req: &Request<B>) -> bool {
+    req.uri().query().is_some_and(|q| {
         form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "watch" && (v == "true" || v == "1"))
-    });
-    watch && req.extensions().get::<Retried>().is_none()
+    })
 }
 
 /// When a request is sent again: how long to wait before retry `attempt` (1 for the first) of
