@@ -9,18 +9,9 @@
 //! writes. (kube's client sets no rate limit and no User-Agent of its own.) All the clients of one configuration share one connection (see
 //! `transport`), as KCM's clientsets share client-go's cached transport.
 
-use std::{
-    collections::HashMap,
-    future::Future,
-    num::NonZeroU32,
-    path::PathBuf,
-    pin::Pin,
-    sync::Arc,
-    task::{Context, Poll, ready},
-    time::Duration,
-};
+use std::{collections::HashMap, num::NonZeroU32, path::PathBuf, sync::Arc, time::Duration};
 
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter, clock::Clock as _};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use http::{HeaderValue, Method, Request, header::InvalidHeaderValue, header::USER_AGENT};
 use kube::{
     Client,
@@ -28,12 +19,13 @@ use kube::{
     config::{InClusterError, KubeconfigError},
 };
 use sharding::{FenceLayer, Fenced, WriteFence};
-use tower::{Layer, Service, timeout::TimeoutLayer};
+use tower::{Layer, timeout::TimeoutLayer};
 
 use crate::{
     edit::{Edit, Edited},
     flags::Args,
     guard::{Guard, Guarded},
+    qps::Qps,
     rest_metrics::{Attempts, RestClientMetrics, Timed},
     retry::{Retry, RetryLayer},
     review_retry::ReviewRetryLayer,
@@ -396,18 +388,14 @@ impl<S> Layer<S> for ClientLayers {
                 metrics: rest.clone(),
                 inner: Edited {
                     edit: SetUserAgent(self.user_agent.clone()),
-                    inner: RetryLayer::default().layer(Qps {
-                        inner: self.fence.layer(Attempts {
+                    inner: RetryLayer::default().layer(Qps::new(
+                        self.fence.layer(Attempts {
                             inner,
                             metrics: rest.clone(),
                         }),
-                        limiter: self.limiter.clone(),
-                        wait: None,
-                        permitted: false,
-                        since: None,
-                        waited: Duration::ZERO,
-                        metrics: rest,
-                    }),
+                        self.limiter.clone(),
+                        rest,
+                    )),
                 },
             },
         }
@@ -424,89 +412,6 @@ pub type UserAgent<S> = Edited<S, SetUserAgent>;
 impl Edit for SetUserAgent {
     fn edit<B>(&self, req: &mut Request<B>) {
         req.headers_mut().insert(USER_AGENT, self.0.clone());
-    }
-}
-
-/// Waits for a token in `poll_ready`, so no request is sent beyond the rate. A clone shares the
-/// bucket but has taken no token. The first attempt of a watch uses none (`retry::unthrottled`, as
-/// client-go): the token taken for it stays for the next request, so a run of watches waits for
-/// one token at most, where client-go's wait for none; unlike client-go's, a watch queued behind a
-/// request that waits for a token waits with it.
-pub struct Qps<S> {
-    inner: S,
-    /// `None`: every request passes at once.
-    limiter: Option<Arc<DefaultDirectRateLimiter>>,
-    wait: Option<Pin<Box<tokio::time::Sleep>>>,
-    /// A token was taken for the next call.
-    permitted: bool,
-    /// When the wait for the next token began.
-    since: Option<tokio::time::Instant>,
-    /// How long the token held for the next call was waited for.
-    waited: Duration,
-    /// Where that wait is observed, when the token is used.
-    metrics: Option<Arc<RestClientMetrics>>,
-}
-
-impl<S: Clone> Clone for Qps<S> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            limiter: self.limiter.clone(),
-            wait: None,
-            permitted: false,
-            since: None,
-            waited: Duration::ZERO,
-            metrics: self.metrics.clone(),
-        }
-    }
-}
-
-impl<S> std::fmt::Debug for Qps<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Qps")
-            .field("permitted", &self.permitted)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<S, B> Service<Request<B>> for Qps<S>
-where
-    S: Service<Request<B>>,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = S::Future;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        while let Some(limiter) = self.limiter.as_ref().filter(|_| !self.permitted) {
-            let since = *self.since.get_or_insert_with(tokio::time::Instant::now);
-            if let Some(wait) = self.wait.as_mut() {
-                ready!(wait.as_mut().poll(cx));
-                self.wait = None;
-            }
-            match limiter.check() {
-                Ok(()) => {
-                    self.permitted = true;
-                    self.since = None;
-                    self.waited = since.elapsed();
-                }
-                Err(not_until) => {
-                    let delay = not_until.wait_time_from(limiter.clock().now());
-                    self.wait = Some(Box::pin(tokio::time::sleep(delay)));
-                }
-            }
-        }
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request<B>) -> Self::Future {
-        if !crate::retry::unthrottled(&req) {
-            if let Some(m) = self.metrics.as_ref().filter(|_| self.permitted) {
-                m.throttled(req.method(), self.waited);
-            }
-            self.permitted = false;
-        }
-        self.inner.call(req)
     }
 }
 

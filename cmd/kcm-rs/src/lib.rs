@@ -35,6 +35,7 @@ mod process_metrics;
 mod profiling;
 mod prom_text;
 mod proxy;
+mod qps;
 mod rest_metrics;
 mod retry;
 mod review_retry;

@@ -10,7 +10,7 @@
 //!   included, for all but watches (client-go's `Watch` does not observe it): [`Timed`], outermost.
 //! - `rest_client_rate_limiter_duration_seconds` is the wait for a token, observed whenever one is
 //!   taken (not by a watch's first attempt, which takes none) and only when there is a bucket:
-//!   the token bucket's layer (`client::Qps`).
+//!   the token bucket's layer (`crate::qps`).
 //! - `rest_client_request_size_bytes` is an attempt's body length (0 for a GET), for all but watches.
 //!
 //! Not exported: response sizes (kube reads the bodies), DNS latency, exec plugins, the transport
