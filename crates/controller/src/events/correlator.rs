@@ -44,7 +44,7 @@ pub const SPAM_REFILL: Duration = Duration::from_secs(300);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EventKey(u128);
 
-/// The event already written under a key, to patch rather than create again.
+/// The event observed under a key (written or not), to patch rather than create again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Existing {
     /// The nanoseconds its name ends with (`<object name>.<nanoseconds in hex>`, client-go's event
@@ -57,13 +57,14 @@ pub struct Existing {
 /// What to write for one recorded event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
-    /// The key to report the written event under ([`Correlator::written`]).
+    /// The key it was observed under.
     pub key: EventKey,
     /// The message to write: the event's own, or the combined one.
     pub message: String,
     /// Whether this is a combined event (it carries no reporting controller or instance upstream).
     pub combined: bool,
-    /// The event already written under this key, to patch with a count one higher.
+    /// The event observed under this key before (written or not), to patch with a count one
+    /// higher.
     pub existing: Option<Existing>,
 }
 
@@ -73,7 +74,7 @@ pub struct Correlator {
     /// Hashes the keys; two halves from independently seeded hashers.
     hashers: [RandomState; 2],
     similar: LruCache<EventKey, Similar>,
-    written: LruCache<EventKey, Existing>,
+    observed: LruCache<EventKey, Existing>,
     spam: LruCache<EventKey, Bucket>,
 }
 
@@ -82,7 +83,7 @@ impl Default for Correlator {
         Correlator {
             hashers: [RandomState::new(), RandomState::new()],
             similar: LruCache::unbounded(),
-            written: LruCache::unbounded(),
+            observed: LruCache::unbounded(),
             spam: LruCache::unbounded(),
         }
     }
@@ -103,8 +104,12 @@ struct Bucket {
 }
 
 impl Correlator {
-    /// Decides what `ev` becomes at `now`; `None` when the spam filter drops it.
-    pub fn correlate(&mut self, ev: &EventRecord, now: Instant) -> Option<Decision> {
+    /// Decides what `ev` becomes at `now`; `None` when the spam filter drops it. Every event is
+    /// counted under its key before the filter sees it, as client-go's `eventObserve` runs before its
+    /// `filterFunc`: a repeat that the filter lets through later carries every occurrence in its
+    /// count, and a first event, named by `stamp` (nanoseconds since 1970), keeps that name for the
+    /// repeats whether or not it was written.
+    pub fn correlate(&mut self, ev: &EventRecord, now: Instant, stamp: u64) -> Option<Decision> {
         let o = &ev.object;
         let object = (
             o.kind.as_deref(),
@@ -140,9 +145,16 @@ impl Correlator {
                 ev.message.clone(),
             )
         };
-        let existing = self.written.get(&key).copied();
-        // The spam filter sees every event after aggregation and counting, as upstream's.
-        if !self.take_token(self.key(object), now) {
+        let existing = self.observed.get(&key).copied();
+        let observed = existing.map_or(Existing { stamp, count: 1 }, |e| Existing {
+            stamp: e.stamp,
+            count: e.count.saturating_add(1),
+        });
+        self.observed.put(key, observed);
+        bound(&mut self.observed);
+        // The spam filter sees every event after aggregation and counting, as upstream's, with a
+        // bucket per object and type (client-go `getSpamKey`).
+        if !self.take_token(self.key((object, ev.type_)), now) {
             return None;
         }
         Some(Decision {
@@ -151,12 +163,6 @@ impl Correlator {
             combined: combine,
             existing,
         })
-    }
-
-    /// Records that the event for `key` now exists, named with `stamp`, with `count`.
-    pub fn written(&mut self, key: EventKey, stamp: u64, count: i32) {
-        self.written.put(key, Existing { stamp, count });
-        bound(&mut self.written);
     }
 
     fn key(&self, parts: impl Hash) -> EventKey {

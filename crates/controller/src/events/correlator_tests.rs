@@ -18,12 +18,9 @@ fn event(object: &str, reason: &'static str, message: &str) -> EventRecord {
     }
 }
 
-/// Feeds `decisions` through the correlator as the writer would, recording each written event.
+/// Feeds `ev` through the correlator as the writer does, naming a first event by stamp 1.
 fn write(c: &mut Correlator, ev: &EventRecord, now: Instant) -> Option<Decision> {
-    let d = c.correlate(ev, now)?;
-    let count = d.existing.map_or(1, |e| e.count + 1);
-    c.written(d.key, d.existing.map_or(1, |e| e.stamp), count);
-    Some(d)
+    c.correlate(ev, now, 1)
 }
 
 #[tokio::test(start_paused = true)]
@@ -142,4 +139,32 @@ async fn the_same_strings_give_the_same_key_and_their_parts_cannot_run_together(
     let moved = write(&mut c, &moved, now).unwrap();
     assert_ne!(a.key, moved.key);
     assert_eq!(moved.existing, None);
+}
+
+/// Repeats the spam filter drops are still counted (client-go observes before it filters): the
+/// next one it lets through carries every occurrence, under the first one's name.
+#[tokio::test(start_paused = true)]
+async fn repeats_the_spam_filter_drops_still_count() {
+    let mut c = Correlator::default();
+    let t0 = Instant::now();
+    let ev = event("rs", "FailedCreate", "quota exceeded");
+    let passed = (0..30).filter(|_| write(&mut c, &ev, t0).is_some()).count();
+    assert_eq!(passed, 25, "the burst");
+    let later = c.correlate(&ev, t0 + SPAM_REFILL, 99).expect("a token refilled");
+    assert_eq!(later.existing, Some(Existing { stamp: 1, count: 30 }));
+}
+
+/// Each type of event has its own spam bucket (client-go's spam key ends with the type): a burst of
+/// warnings leaves an object's normal events alone.
+#[tokio::test(start_paused = true)]
+async fn each_type_has_its_own_spam_bucket() {
+    let mut c = Correlator::default();
+    let now = Instant::now();
+    let mut warning = event("rs", "FailedCreate", "quota exceeded");
+    warning.type_ = "Warning";
+    for i in 0..40 {
+        warning.message = format!("quota exceeded {i}");
+        let _ = write(&mut c, &warning, now);
+    }
+    assert!(write(&mut c, &event("rs", "SuccessfulCreate", "made"), now).is_some());
 }

@@ -148,10 +148,12 @@ async fn write_events(sink: Sink, component: String, instance: String, mut rx: m
                 continue;
             }
         };
-        let Some(decision) = correlator.correlate(&ev, Instant::now()) else {
+        let now = Timestamp::now();
+        // Nanoseconds since 1970 fit 64 bits until 2554.
+        let nanos = u64::try_from(now.as_nanosecond()).unwrap_or_default();
+        let Some(decision) = correlator.correlate(&ev, Instant::now(), nanos) else {
             continue;
         };
-        let now = Timestamp::now();
         let now_time = Time(now);
         // A cluster-scoped object's events go to `default`, as client-go's recorder files them.
         let namespace = ev
@@ -160,8 +162,6 @@ async fn write_events(sink: Sink, component: String, instance: String, mut rx: m
             .clone()
             .filter(|ns| !ns.is_empty())
             .unwrap_or_else(|| "default".to_owned());
-        // Nanoseconds since 1970 fit 64 bits until 2554.
-        let nanos = u64::try_from(now.as_nanosecond()).unwrap_or_default();
         // A combined event carries no reporting controller or instance, as client-go's aggregate.
         let (reporting_component, reporting_instance) = if decision.combined {
             (None, None)
@@ -213,10 +213,9 @@ async fn write_events(sink: Sink, component: String, instance: String, mut rx: m
             },
             None => Write::Create(&event),
         };
+        // Whatever becomes of the write, the correlator has counted it: the next repeat patches this
+        // name with a count one higher, and creates it if it never was.
         sink.send(&namespace, write, &ev.reason).await;
-        // Recorded whatever became of the write, as client-go's cache is before it writes: the next
-        // repeat patches this name with a count one higher, and creates it if it never was.
-        correlator.written(decision.key, stamp, count);
     }
 }
 
