@@ -80,7 +80,7 @@ pub const VERSION: &str = concat!(
 pub struct Args {
     /// Path to kubeconfig file with authorization and master location information. Without it:
     /// in-cluster configuration, then $KUBECONFIG, then ~/.kube/config.
-    #[arg(long, value_name = "PATH", help_heading = "Generic flags")]
+    #[arg(long, value_name = "PATH", value_parser = any_path, help_heading = "Generic flags")]
     pub kubeconfig: Option<PathBuf>,
 
     /// The address of the Kubernetes API server (overrides any value in kubeconfig).
@@ -404,6 +404,10 @@ impl Args {
             .map(crate::pflag_syntax::word_separators_as_dashes);
         let matches = command.clone().try_get_matches_from(args)?;
         let mut a = Self::from_arg_matches(&matches)?;
+        // clientcmd reads an empty `--master` or `--kubeconfig` as not given (`BuildConfigFromFlags`
+        // tests both for ""), so a manifest that leaves one empty starts KCM.
+        a.master = a.master.filter(|m| !m.is_empty());
+        a.kubeconfig = a.kubeconfig.filter(|p| !p.as_os_str().is_empty());
         a.flag_values = flag_values(&command, &matches);
         a.job_delays = a
             .test_speed
@@ -446,6 +450,12 @@ fn flag_values(command: &clap::Command, matches: &clap::ArgMatches) -> BTreeMap<
             Some((name.to_owned(), value))
         })
         .collect()
+}
+
+/// A path, empty included: pflag takes `--kubeconfig=` (read as not given), where clap's path
+/// parser refuses an empty value.
+fn any_path(s: &str) -> Result<PathBuf, std::convert::Infallible> {
+    Ok(PathBuf::from(s))
 }
 
 /// The informers' resync period: KCM's `ResyncPeriod`, `--min-resync-period` × (1 + `jitter`) with

@@ -261,3 +261,30 @@ fn values_are_read_as_pflag_reads_them() {
         assert!(err.contains("'false'"), "{args:?}: {err}");
     }
 }
+
+/// Booleans take what Go's `strconv.ParseBool` takes, and an empty `--master` or `--kubeconfig` is
+/// not given, as clientcmd reads them.
+#[test]
+fn booleans_and_empty_connection_flags_as_kcm_reads_them() {
+    for (value, on) in [
+        ("1", true),
+        ("T", true),
+        ("True", true),
+        ("0", false),
+        ("F", false),
+        ("FALSE", false),
+    ] {
+        let a = parse(&[
+            &format!("--leader-elect={value}"),
+            &format!("--profiling={value}"),
+        ])
+        .unwrap();
+        assert_eq!((a.leader_elect, a.profiling), (on, on), "{value}");
+    }
+    for bad in ["yes", "on", "tRUE", ""] {
+        let err = parse(&[&format!("--leader-elect={bad}")]).unwrap_err();
+        assert!(err.contains("--leader-elect"), "{bad}: {err}");
+    }
+    let a = parse(&["--master=", "--kubeconfig="]).unwrap();
+    assert_eq!((a.master, a.kubeconfig), (None, None));
+}

@@ -10,19 +10,30 @@ use std::ffi::OsString;
 ///   (other than a decimal number) as the next flag;
 /// - a boolean flag takes a value only after `=` (pflag's `NoOptDefVal`): `--leader-elect false` is
 ///   the flag on and a stray `false`, which KCM refuses ("does not take any arguments"), where clap
-///   would read it as the flag's value and turn leader election off.
+///   would read it as the flag's value and turn leader election off;
+/// - a boolean's value is any that Go's `strconv.ParseBool` takes ([`go_bool`]), not only `true` and
+///   `false`.
 pub(crate) fn as_pflag_reads(command: clap::Command) -> clap::Command {
     command.mut_args(|arg| {
         let boolean = arg.get_num_args().is_some_and(|n| n.min_values() == 0)
             && arg.get_possible_values().iter().any(|v| v.get_name() == "true");
         if boolean {
-            arg.require_equals(true)
+            arg.require_equals(true).value_parser(go_bool)
         } else if arg.get_action().takes_values() {
             arg.allow_hyphen_values(true)
         } else {
             arg
         }
     })
+}
+
+/// A boolean as pflag's `boolValue.Set` reads it (`strconv.ParseBool`).
+fn go_bool(s: &str) -> Result<bool, String> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
+        _ => Err(format!("strconv.ParseBool: parsing {s:?}: invalid syntax")),
+    }
 }
 
 /// `--kube_api_qps=20` as `--kube-api-qps=20`: KCM's flag set normalizes `_` in a flag's name to

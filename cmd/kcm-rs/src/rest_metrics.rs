@@ -13,8 +13,18 @@
 //!   the token bucket's layer (`crate::qps`).
 //! - `rest_client_request_size_bytes` is an attempt's body length (0 for a GET), for all but watches.
 //!
+//! Where the figures differ from client-go's:
+//! - The clock starts when the client's queue (kube's `Buffer`, which takes one request at a time)
+//!   reaches the request, not when it was sent: client-go's goroutines each wait for a token from
+//!   their own start. Behind a throttled queue of N requests, client-go's k-th wait reads k/qps,
+//!   kcm-rs's about 1/qps; both latency families are low by the time spent queued.
+//! - A request's time ends with its answer's headers; client-go's ends once it read the body. The
+//!   difference is the body's transfer, which matters for a large LIST.
+//! - `host` is the server URL's authority as kube holds it: in a pod, kube's in-cluster URL leaves
+//!   out `:443`, which client-go's keeps.
+//!
 //! Not exported: response sizes (kube reads the bodies), DNS latency, exec plugins, the transport
-//! cache.
+//! cache; the delegated reviews' clients are not counted.
 
 use std::{
     future::Future,
