@@ -66,6 +66,8 @@ pub struct Decision {
     /// The event observed under this key before (written or not), to patch with a count one
     /// higher.
     pub existing: Option<Existing>,
+    /// What to write: the first event's stamp and this one's count (one more than `existing`'s).
+    pub observed: Existing,
 }
 
 /// The correlator's state: one per event recorder.
@@ -162,6 +164,7 @@ impl Correlator {
             message,
             combined: combine,
             existing,
+            observed,
         })
     }
 

@@ -32,7 +32,7 @@ mod record;
 mod sink;
 
 pub use correlator::{
-    AGGREGATE_INTERVAL, AGGREGATE_MAX_EVENTS, CACHE_ENTRIES, COMBINED_PREFIX, Correlator, Decision,
+    AGGREGATE_INTERVAL, AGGREGATE_MAX_EVENTS, CACHE_ENTRIES, COMBINED_PREFIX, Correlator, Decision, Existing,
     SPAM_BURST, SPAM_REFILL,
 };
 pub use record::{EVENT_QUEUE_LENGTH, EventRecord, PlannedEvent, TYPE_NORMAL, TYPE_WARNING};
@@ -171,14 +171,11 @@ async fn write_events(sink: Sink, component: String, instance: String, mut rx: m
         // A repeat keeps the name, first timestamp and count of the event already written under its
         // key; if that event is gone (expired, deleted), the create that follows the patch's 404
         // brings them back, as client-go's `eventObserve` does.
-        let (stamp, count, first) = match &decision.existing {
-            Some(existing) => (
-                existing.stamp,
-                existing.count.saturating_add(1),
-                Timestamp::from_nanosecond(i128::from(existing.stamp))
-                    .map_or_else(|_| now_time.clone(), Time),
-            ),
-            None => (nanos, 1, now_time.clone()),
+        let Existing { stamp, count } = decision.observed;
+        let first = if decision.existing.is_some() {
+            Timestamp::from_nanosecond(i128::from(stamp)).map_or_else(|_| now_time.clone(), Time)
+        } else {
+            now_time.clone()
         };
         let event = Event {
             metadata: ObjectMeta {
