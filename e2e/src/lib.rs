@@ -36,4 +36,4 @@ pub use shard_audit::{
     AuditSummary, check_writes_within_terms, check_writes_within_terms_or_unfenced, creates_in, lost_creates,
     timed_out_creates,
 };
-pub use wait::{DEFAULT_WAIT, wait_for};
+pub use wait::{DEFAULT_WAIT, wait_for, wait_quiet};

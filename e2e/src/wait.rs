@@ -24,3 +24,40 @@ where
         }
     }
 }
+
+/// Polls `check` until it has returned `Ok` with one and the same value for `quiet`, and returns
+/// that value; panics after `timeout` as [`wait_for`] does. The value is a fingerprint of what was
+/// read (resourceVersions, say): a status can already read as wanted while its controller is still
+/// to write the one that reflects the latest change, so a wait that stops at the first match can
+/// take a stale status for the settled one.
+pub async fn wait_quiet<T, E, F, Fut>(what: &str, timeout: Duration, quiet: Duration, mut check: F) -> T
+where
+    T: PartialEq,
+    E: Debug,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut held: Option<(T, tokio::time::Instant)> = None;
+    loop {
+        let now = tokio::time::Instant::now();
+        match check().await {
+            Ok(v) => match held {
+                Some((ref same, since)) if *same == v => {
+                    if now.duration_since(since) >= quiet {
+                        return v;
+                    }
+                }
+                _ => held = Some((v, now)),
+            },
+            Err(last) if now >= deadline => {
+                panic!("timed out after {timeout:?} waiting for {what}; last seen: {last:?}")
+            }
+            Err(_) => held = None,
+        }
+        if held.is_some() && now >= deadline {
+            panic!("timed out after {timeout:?} waiting for {what} to stay unchanged for {quiet:?}");
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 pub(super) use crate::pods::{is_ready, list as pods, phase, wait_pods};
-use crate::{DEFAULT_WAIT, TestNamespace, differential::Outcome, namespace::Observed, wait_for};
+use crate::{DEFAULT_WAIT, TestNamespace, differential::Outcome, namespace::Observed, wait_quiet};
 use k8s_openapi::api::{
     apps::v1::ReplicaSet,
     core::v1::{ConfigMap, Pod, ReplicationController},
@@ -124,18 +124,30 @@ pub(super) fn replicas_settled(rs: &ReplicaSet, n: i32) -> bool {
     s.replicas == n && s.ready_replicas.unwrap_or(0) == n && s.terminating_replicas.unwrap_or(0) == 0
 }
 
-/// Waits until the object reports `n` ready replicas and its pods agree: exactly `n` active pods
-/// controlled by it, all Ready, none terminating. A status alone can be stale for a moment.
+/// How long [`wait_settled`] wants the object and its pods unchanged: a controller's status write
+/// follows the pod change it reflects by well under this, even with three lanes on two cores.
+const SETTLE_QUIET: Duration = Duration::from_secs(3);
+
+/// Waits until the object reports `n` ready replicas and its pods agree (exactly `n` active pods
+/// controlled by it, all Ready, none terminating), and neither it nor any pod of the namespace has
+/// changed for [`SETTLE_QUIET`]. Agreement alone is not enough: when a pod is replaced, the status
+/// written before the change can still read `n` ready while the replacement already is, and the
+/// controller's next write (the replacement not yet ready in its cache) lowers it again.
 pub(super) async fn wait_settled<K: Replicas>(ns: &TestNamespace, name: &str, n: i32) {
-    wait_for(
+    wait_quiet(
         &format!("{} {name} to settle at {n} ready pods", K::kind(&())),
         DEFAULT_WAIT,
+        SETTLE_QUIET,
         || async {
             let rs = get_view::<K>(ns, name).await.map_err(|e| e.to_string())?;
             let observed = rs.status.as_ref().and_then(|s| s.observed_generation) == rs.metadata.generation;
             let uid = rs.metadata.uid.clone().unwrap_or_default();
-            let owned: Vec<Pod> = pods(ns)
-                .await
+            let all = pods(ns).await;
+            let versions: Vec<(Option<String>, Option<String>)> = all
+                .iter()
+                .map(|p| (p.metadata.name.clone(), p.metadata.resource_version.clone()))
+                .collect();
+            let owned: Vec<Pod> = all
                 .into_iter()
                 .filter(|p| {
                     p.metadata
@@ -151,7 +163,7 @@ pub(super) async fn wait_settled<K: Replicas>(ns: &TestNamespace, name: &str, n:
                 .count();
             let all_ready = owned.iter().filter(|p| phase(p) != "Failed").all(is_ready);
             if observed && replicas_settled(&rs, n) && active == usize::try_from(n).unwrap() && all_ready {
-                Ok(())
+                Ok((rs.metadata.resource_version, versions))
             } else {
                 Err(format!(
                     "status {:?}; {active} active owned pods, all ready: {all_ready}",
