@@ -44,11 +44,18 @@ pub const SPAM_REFILL: Duration = Duration::from_secs(300);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EventKey(u128);
 
+impl EventKey {
+    /// The hash's bits, as random as the seeds of the correlator that made it.
+    pub(super) fn bits(self) -> u128 {
+        self.0
+    }
+}
+
 /// The event observed under a key (written or not), to patch rather than create again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Existing {
-    /// The nanoseconds its name ends with (`<object name>.<nanoseconds in hex>`, client-go's event
-    /// names); its namespace is the object's, as for every event about that object.
+    /// The nanoseconds it was first observed at, which its name is made of (`super::name`); its
+    /// namespace is the object's, as for every event about that object.
     pub stamp: u64,
     /// Its count so far.
     pub count: i32,

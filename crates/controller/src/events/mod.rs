@@ -28,6 +28,7 @@ use tokio::{
 use tokio_util::sync::CancellationToken;
 
 mod correlator;
+mod name;
 mod record;
 mod sink;
 
@@ -179,7 +180,7 @@ async fn write_events(sink: Sink, component: String, instance: String, mut rx: m
         };
         let event = Event {
             metadata: ObjectMeta {
-                name: Some(event_name(&ev.object, stamp)),
+                name: Some(name::event_name(&ev.object, decision.key, stamp)),
                 namespace: Some(namespace.clone()),
                 ..ObjectMeta::default()
             },
@@ -214,12 +215,6 @@ async fn write_events(sink: Sink, component: String, instance: String, mut rx: m
         // name with a count one higher, and creates it if it never was.
         sink.send(&namespace, write, &ev.reason).await;
     }
-}
-
-/// An event's name: its object's and the nanoseconds it was first written at, in hex (client-go's
-/// `<name>.<UnixNano in hex>`).
-fn event_name(object: &ObjectReference, stamp: u64) -> String {
-    format!("{}.{stamp:x}", object.name.as_deref().unwrap_or("unknown"))
 }
 
 #[cfg(test)]

@@ -223,3 +223,53 @@ async fn a_refused_event_is_counted_by_the_next_one() {
     assert_eq!(event.metadata.name, refused);
     assert_eq!(event.count, Some(2));
 }
+
+/// An object name too long for `<name>.<nanoseconds>` (more than 236 characters) gets an event
+/// named by a UUID, as client-go's, and its repeat patches that event rather than creating another.
+#[tokio::test]
+async fn an_event_about_a_long_name_is_named_by_a_uuid_and_its_repeat_patches_it() {
+    let server = ApiServer::new();
+    let recorder = EventRecorder::new(server.client(), "deployment-controller", "test");
+    let long = "d".repeat(240);
+    let again = || recorder.record(&object(&long), TYPE_NORMAL, "ScalingReplicaSet", "scaled".into());
+    again();
+    recorder.flush().await;
+    let first = only_event(&server);
+    let name = first.metadata.name.clone().expect("a name");
+    let parsed = uuid::Uuid::parse_str(&name).expect("a UUID");
+    assert_eq!(parsed.get_version_num(), 4, "{name}");
+    again();
+    recorder.flush().await;
+    let repeat = only_event(&server);
+    assert_eq!(repeat.metadata.name.as_deref(), Some(name.as_str()));
+    assert_eq!(repeat.count, Some(2));
+    let patch = server
+        .requests()
+        .into_iter()
+        .find(|r| r.verb == Some(Verb::Patch))
+        .expect("a patch");
+    assert_eq!(patch.name, Some(name));
+    // client-go's sink patches events with a strategic merge patch.
+    assert_eq!(
+        patch.content_type.as_deref(),
+        Some("application/strategic-merge-patch+json")
+    );
+}
+
+/// A name with room for the suffix keeps client-go's `<name>.<nanoseconds in hex>`.
+#[tokio::test]
+async fn an_event_is_named_after_its_object_and_time() {
+    let server = ApiServer::new();
+    let recorder = EventRecorder::new(server.client(), "deployment-controller", "test");
+    recorder.record(
+        &object(&"d".repeat(236)),
+        TYPE_NORMAL,
+        "ScalingReplicaSet",
+        "scaled".into(),
+    );
+    recorder.flush().await;
+    let name = only_event(&server).metadata.name.expect("a name");
+    let (object, stamp) = name.rsplit_once('.').expect("a dot");
+    assert_eq!(object, "d".repeat(236));
+    assert_eq!(stamp.len(), 16, "{name}");
+}

@@ -92,7 +92,7 @@ impl Sink {
                     namespace,
                     name,
                     &PatchParams::default(),
-                    &Patch::Merge(patch),
+                    &Patch::Strategic(patch),
                 )
                 .await;
                 match sent {

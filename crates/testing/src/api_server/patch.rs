@@ -1,7 +1,7 @@
-//! Applying the patches the controllers send, as the API server would: JSON merge patches (events'
-//! count updates) and the strategic-merge subset the controllers use (owner references merged by uid
-//! or deleted with `$patch: delete`, finalizers merged as a set or removed with
-//! `$deleteFromPrimitiveList/finalizers`).
+//! Applying the patches the controllers send, as the API server would: JSON merge patches (the
+//! garbage collector's, on custom resources) and the strategic-merge subset the controllers use
+//! (events' counts, owner references merged by uid or deleted with `$patch: delete`, finalizers
+//! merged as a set or removed with `$deleteFromPrimitiveList/finalizers`).
 //!
 //! Strategic merge goes by each field's schema; this subset goes by field name instead, which agrees
 //! with the schema for the fields below. A directive it does not know is refused, so a controller
