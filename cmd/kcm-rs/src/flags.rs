@@ -398,10 +398,10 @@ impl Args {
         T: Into<OsString> + Clone,
     {
         let command = crate::pflag_syntax::as_pflag_reads(command);
-        let args = args
-            .into_iter()
-            .map(Into::into)
-            .map(crate::pflag_syntax::word_separators_as_dashes);
+        let args = crate::pflag_syntax::word_separators_as_dashes(
+            &command,
+            args.into_iter().map(Into::into).collect(),
+        );
         let matches = command.clone().try_get_matches_from(args)?;
         let mut a = Self::from_arg_matches(&matches)?;
         // clientcmd reads an empty `--master` or `--kubeconfig` as not given (`BuildConfigFromFlags`

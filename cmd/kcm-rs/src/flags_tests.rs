@@ -22,6 +22,13 @@ fn underscores_in_flag_names_read_as_dashes_as_in_kcm() {
     assert_eq!(a.namespaces, ["my_ns"], "values keep their underscores");
     let a = parse(&["--namespace=team_a"]).unwrap();
     assert_eq!(a.namespaces, ["team_a"]);
+    // A value that looks like a flag is still a value, as pflag takes the word after a flag.
+    let a = parse(&["--kubeconfig", "--my_file", "--namespace", "--a_b"]).unwrap();
+    assert_eq!(a.kubeconfig.as_deref(), Some(std::path::Path::new("--my_file")));
+    assert_eq!(a.namespaces, ["--a_b"]);
+    // After `--` nothing is a flag, so nothing is renamed (and KCM takes no positional arguments).
+    let err = parse(&["--", "--kube_api_qps=3"]).unwrap_err();
+    assert!(err.contains("--kube_api_qps=3"), "{err}");
 }
 
 #[test]

@@ -38,19 +38,62 @@ fn go_bool(s: &str) -> Result<bool, String> {
 
 /// `--kube_api_qps=20` as `--kube-api-qps=20`: KCM's flag set normalizes `_` in a flag's name to
 /// `-` (component-base `WordSepNormalizeFunc`), so command lines written for it either way work
-/// here. Only the name of an argument that starts with `--` changes, never a value.
-pub(crate) fn word_separators_as_dashes(arg: OsString) -> OsString {
-    let Some(text) = arg.to_str() else { return arg };
-    let Some(flag) = text.strip_prefix("--") else {
-        return arg;
-    };
-    let (name, value) = flag.split_once('=').map_or((flag, None), |(n, v)| (n, Some(v)));
-    if !name.contains('_') {
-        return arg;
+/// here. Only flag names change, never a value: not the word after a flag of `command` that takes
+/// one (`--kubeconfig --my_file` keeps its path, as pflag takes that word whatever it starts with),
+/// nor anything after `--`.
+pub(crate) fn word_separators_as_dashes(command: &clap::Command, args: Vec<OsString>) -> Vec<OsString> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut args = args.into_iter();
+    // The program's name.
+    out.extend(args.next());
+    while let Some(arg) = args.next() {
+        let Some(text) = arg.to_str() else {
+            out.push(arg);
+            continue;
+        };
+        if text == "--" {
+            out.push(arg);
+            out.extend(args.by_ref());
+            break;
+        }
+        let (normalized, takes_next) = if let Some(flag) = text.strip_prefix("--") {
+            let (name, value) = flag.split_once('=').map_or((flag, None), |(n, v)| (n, Some(v)));
+            let name = name.replace('_', "-");
+            let takes_next = value.is_none()
+                && command
+                    .get_arguments()
+                    .find(|a| a.get_long() == Some(name.as_str()))
+                    .is_some_and(takes_a_word);
+            let normalized = match value {
+                Some(v) => format!("--{name}={v}"),
+                None => format!("--{name}"),
+            };
+            (OsString::from(normalized), takes_next)
+        } else {
+            // `-v 2`: a short flag alone in its word takes the next one too.
+            let mut chars = text.chars();
+            let short = match (chars.next(), chars.next(), chars.next()) {
+                (Some('-'), Some(c), None) => Some(c),
+                _ => None,
+            };
+            let takes_next = short.is_some_and(|c| {
+                command
+                    .get_arguments()
+                    .find(|a| a.get_short() == Some(c))
+                    .is_some_and(takes_a_word)
+            });
+            (arg, takes_next)
+        };
+        out.push(normalized);
+        if takes_next {
+            out.extend(args.next());
+        }
     }
-    let name = name.replace('_', "-");
-    OsString::from(match value {
-        Some(v) => format!("--{name}={v}"),
-        None => format!("--{name}"),
-    })
+    out
+}
+
+/// Whether a flag reads the next word as its value: one that takes values and not only after `=`
+/// (booleans, [`as_pflag_reads`]).
+fn takes_a_word(arg: &clap::Arg) -> bool {
+    arg.get_action().takes_values() && !arg.is_require_equals_set()
 }
