@@ -3,7 +3,7 @@
 #   etcd -> kube-apiserver -> kube-controller-manager -> kube-scheduler -> kwok -> fake Nodes
 #
 # Usage: hack/cluster.sh up [--mode reference|replace] [--sharded-list-watch] | down | status | env | logs [component]
-#                        | restart <component> [--kill] | compact | mode reference|replace|bare
+#                        | restart <component> [--kill] | compact | mode reference|replace|bare [KCM-FLAG...]
 #                        | sharding on|off [--audit-writes]   (kube-apiserver restarted with/without
 #                          ShardedListAndWatch; --audit-writes: and logging kcm-rs's writes)
 #
@@ -421,11 +421,16 @@ cmd_restart() {
 
 # Switches upstream KCM to another mode by restarting it with that mode's --controllers. `bare` stops
 # kube-controller-manager and kube-scheduler instead: etcd, kube-apiserver and kwok are left, what
-# envtest runs plus KWOK (the embedded-controllers suite); leaving it starts both again.
+# envtest runs plus KWOK (the embedded-controllers suite); leaving it starts both again. KCM-FLAGs
+# are added to kube-controller-manager's command line until the next switch (a test that compares a
+# flag such as --terminated-pod-gc-threshold with upstream's).
 cmd_mode() {
   local mode=${1:-}
   [[ $mode == reference || $mode == replace || $mode == bare ]] ||
     die "mode must be reference, replace or bare, not '$mode'"
+  shift
+  local -a extra=("$@")
+  [[ $mode != bare || ${#extra[@]} -eq 0 ]] || die "bare mode runs no kube-controller-manager to give flags to"
   load_env
   stop kube-controller-manager
   local phase_start=$SECONDS argv
@@ -442,7 +447,9 @@ cmd_mode() {
     for i in "${!argv[@]}"; do
       [[ ${argv[$i]} == --controllers=* ]] && argv[$i]="--controllers=$(kcm_controllers "$mode")"
     done
-    start kube-controller-manager "${argv[@]}"
+    start kube-controller-manager "${argv[@]}" ${extra[@]+"${extra[@]}"}
+    # The next switch starts from the command line without them.
+    printf '%q ' "${argv[@]}" >"$run/cmd/kube-controller-manager"
     ready kube-controller-manager
   fi
   sed -i "s/^KCM_RS_MODE=.*/KCM_RS_MODE=$mode/" "$run/cluster.env"

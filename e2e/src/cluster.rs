@@ -239,7 +239,15 @@ pub struct ModeGuard {
 impl ModeGuard {
     /// `hack/cluster.sh mode <mode>` now, `mode reference` on drop.
     pub fn enter(cluster: &Cluster, mode: Mode) -> ModeGuard {
-        cluster.hack(&["mode", mode.name()]);
+        Self::enter_flagged(cluster, mode, &[])
+    }
+
+    /// [`ModeGuard::enter`] with `flags` added to kube-controller-manager's command line; reference
+    /// mode without them on drop.
+    pub fn enter_flagged(cluster: &Cluster, mode: Mode, flags: &[&str]) -> ModeGuard {
+        let mut args = vec!["mode", mode.name()];
+        args.extend_from_slice(flags);
+        cluster.hack(&args);
         ModeGuard {
             cluster: cluster.clone(),
         }

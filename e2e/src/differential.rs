@@ -189,8 +189,33 @@ where
     F: Fn(&'static str) -> Fut,
     Fut: Future<Output = T>,
 {
-    cluster.hack(&["mode", "reference"]);
-    let upstream = run("upstream").await;
+    under_both_flagged(cluster, &[], mode, suite, kcm_rs_args, kubeconfig, run).await
+}
+
+/// [`under_both_in`], with `upstream_flags` on kube-controller-manager's command line while upstream
+/// acts: a setting compared on both sides (kcm-rs's in `kcm_rs_args`), such as
+/// `--terminated-pod-gc-threshold`.
+pub async fn under_both_flagged<T, F, Fut>(
+    cluster: &Cluster,
+    upstream_flags: &[&str],
+    mode: Mode,
+    suite: &str,
+    kcm_rs_args: &[&str],
+    kubeconfig: Option<std::path::PathBuf>,
+    run: F,
+) -> UnderBoth<T>
+where
+    F: Fn(&'static str) -> Fut,
+    Fut: Future<Output = T>,
+{
+    let upstream = if upstream_flags.is_empty() {
+        cluster.hack(&["mode", "reference"]);
+        run("upstream").await
+    } else {
+        // Dropped before kcm-rs acts, or on a panic: the flags never outlive upstream's run.
+        let _flagged = ModeGuard::enter_flagged(cluster, Mode::Reference, upstream_flags);
+        run("upstream").await
+    };
     let mode = ModeGuard::enter(cluster, mode);
     let replicas = crate::kcm_rs::spawn_replicas(cluster, suite, kcm_rs_args, kubeconfig).await;
     let ours = run("kcm-rs").await;

@@ -5,22 +5,30 @@
 //! scenario lets it go. Upstream's collector runs them in reference mode (KCM runs it by default);
 //! kcm-rs's in bare mode, with no kube-controller-manager and no scheduler.
 //!
-//! Left out, covered by the unit tables of `crates/podgc`: the terminated-pod threshold (12,500 in
-//! the plane's KCM, which the test cannot lower) and pods of a node tainted out of service (KWOK
-//! keeps every node of the plane Ready).
+//! A pod being deleted on a node that is not Ready and tainted `node.kubernetes.io/out-of-service` is
+//! marked Failed and deleted with no grace period. The node is one of the scenario's own whose
+//! kubelet is "stopped" (`kcm-rs.test/kubelet=stopped`, which KWOK's node stages leave alone), its
+//! Ready condition False as the test writes it.
+//!
+//! Beyond the terminated-pod threshold ([`THRESHOLD`] on both sides, run alone), the terminated pods
+//! over it are deleted, evicted ones first, then the oldest, ties by name.
 
 use std::time::Duration;
 
 use futures::FutureExt as _;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{DeleteParams, PostParams};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::{
+    Api,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+};
 use serde_json::json;
 
 use crate::{
     TestNamespace,
     differential::{Outcome, Scenario},
     namespace_scenarios::{HOLD, release},
-    wait_for,
+    pods::phase,
+    wait_for, wait_quiet,
 };
 
 /// Liveness bound: a pass every 20 s, a missing node looked up 40 s after it was first missed, on a
@@ -35,12 +43,26 @@ pub fn scenarios() -> Vec<Scenario> {
         Scenario::new("unscheduled-terminating", |ns| {
             unscheduled_terminating(ns).boxed()
         }),
+        Scenario::new("out-of-service", |ns| out_of_service(ns).boxed()),
+        // Alone: the threshold counts the terminated pods of the whole cluster, and another
+        // scenario's newer one would be kept in place of this one's.
+        Scenario::solo("terminated-threshold", |ns| terminated_threshold(ns).boxed()),
     ]
 }
+
+/// The `--terminated-pod-gc-threshold` both collectors run with in this suite (upstream's default,
+/// 12,500, is more than a test can make). The other scenarios' pods are being deleted by the time
+/// they are terminated, so the threshold deleting them again changes nothing of theirs.
+pub const THRESHOLD: usize = 2;
 
 /// A held pod of one pause container, with `spec` merged in; no scheduler picks it up
 /// (`schedulerName`), so that reference mode's scheduler writes nothing bare mode's lacks.
 async fn held_pod(ns: &TestNamespace, spec: serde_json::Value) -> Pod {
+    held_pod_with(ns, json!({}), spec).await
+}
+
+/// [`held_pod`] with `metadata` merged in too.
+async fn held_pod_with(ns: &TestNamespace, metadata: serde_json::Value, spec: serde_json::Value) -> Pod {
     let mut pod = json!({
         "metadata": {"name": "p", "finalizers": [HOLD]},
         "spec": {
@@ -48,6 +70,7 @@ async fn held_pod(ns: &TestNamespace, spec: serde_json::Value) -> Pod {
             "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
         },
     });
+    crate::json::merge(&mut pod["metadata"], metadata);
     crate::json::merge(&mut pod["spec"], spec);
     let pod: Pod = serde_json::from_value(pod).unwrap();
     ns.api::<Pod>()
@@ -150,4 +173,139 @@ async fn unscheduled_terminating(ns: TestNamespace) -> Outcome {
         p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed")
     })
     .await
+}
+
+/// The out-of-service taint (`v1.TaintNodeOutOfService`).
+const OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
+
+async fn out_of_service(ns: TestNamespace) -> Outcome {
+    let nodes: Api<Node> = Api::all(ns.cluster.client.clone());
+    let node = format!("out-of-service-{}", ns.name);
+    let manifest: Node = serde_json::from_value(json!({
+        "metadata": {"name": node, "labels": {"kcm-rs.test/kubelet": "stopped"}},
+        "spec": {"taints": [{"key": OUT_OF_SERVICE, "value": "nodeshutdown", "effect": "NoExecute"}]},
+    }))
+    .unwrap();
+    nodes
+        .create(&PostParams::default(), &manifest)
+        .await
+        .expect("create the node");
+    let not_ready = json!({"status": {"conditions": [{
+        "type": "Ready", "status": "False", "reason": "KubeletNotReady",
+        "message": "the scenario stopped this node's kubelet",
+    }]}});
+    nodes
+        .patch_status(&node, &PatchParams::default(), &Patch::Merge(&not_ready))
+        .await
+        .expect("mark the node not ready");
+    // The pod tolerates the taint: upstream's taint-eviction controller (which kcm-rs does not
+    // have) would otherwise delete it first, with a condition of its own. KWOK runs it never Ready
+    // (upstream's node lifecycle controller would mark it so, kcm-rs has none) and keeps it
+    // Terminating for an hour once deleted, as a pod whose kubelet is gone stays.
+    let pod = held_pod_with(
+        &ns,
+        json!({
+            "labels": {"kcm-rs.test/ready": "never", "kcm-rs.test/termination": "graceful"},
+            "annotations": {"kcm-rs.test/termination-delay": "1h"},
+        }),
+        json!({
+            "nodeName": node,
+            "tolerations": [{"key": OUT_OF_SERVICE, "operator": "Exists", "effect": "NoExecute"}],
+        }),
+    )
+    .await;
+    let name = pod.metadata.name.unwrap();
+    let api = ns.api::<Pod>();
+    wait_for("the pod on the stopped node running", WAIT, || async {
+        let pod = api.get(&name).await.map_err(|e| e.to_string())?;
+        match pod.status.and_then(|s| s.phase).as_deref() {
+            Some("Running") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    api.delete(&name, &DeleteParams::default())
+        .await
+        .expect("delete the pod");
+    let out = settle_and_release(&ns, "the terminating pod marked Failed", |p| {
+        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed")
+    })
+    .await;
+    nodes
+        .delete(&node, &DeleteParams::default())
+        .await
+        .expect("delete the node");
+    out
+}
+
+/// How long the pods must stay as they are once the threshold holds: one collector pass (every
+/// 20 s, upstream `gcCheckPeriod`) and a margin, so that a pass deleting more is seen.
+const PASS_QUIET: Duration = Duration::from_secs(22);
+
+/// Six pods, created in name order and given their phase by the test (no scheduler or kubelet runs
+/// them): `a` Succeeded, `b` Failed, `c` Running, `d` Failed as evicted, `e` Succeeded, `f` Failed.
+/// Five are terminated; the collector deletes the three over the threshold. Whenever a pass comes
+/// while the phases are being written, the order it deletes in keeps `e` and `f`, the last two.
+async fn terminated_threshold(ns: TestNamespace) -> Outcome {
+    let api = ns.api::<Pod>();
+    let pods = [
+        ("a", "Succeeded", None),
+        ("b", "Failed", None),
+        ("c", "Running", None),
+        ("d", "Failed", Some("Evicted")),
+        ("e", "Succeeded", None),
+        ("f", "Failed", None),
+    ];
+    for (name, phase, reason) in pods {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {
+                "schedulerName": "kcm-rs-test-no-scheduler",
+                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+            },
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &pod)
+            .await
+            .expect("create pod");
+        let status = json!({"status": {"phase": phase, "reason": reason}});
+        api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+            .await
+            .expect("write the pod's phase");
+    }
+    let left = wait_quiet(
+        "the terminated pods down to the threshold",
+        WAIT,
+        PASS_QUIET,
+        || async {
+            let pods = api
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?
+                .items;
+            let terminated = pods
+                .iter()
+                .filter(|p| matches!(phase(p), "Succeeded" | "Failed"))
+                .count();
+            let mut left: Vec<String> = pods
+                .iter()
+                .map(|p| {
+                    let deleting = p.metadata.deletion_timestamp.as_ref().map_or("", |_| " deleting");
+                    format!(
+                        "{} {}{deleting}",
+                        p.metadata.name.as_deref().unwrap_or_default(),
+                        phase(p)
+                    )
+                })
+                .collect();
+            left.sort();
+            if terminated > THRESHOLD {
+                Err(format!("{terminated} terminated: {left:?}"))
+            } else {
+                Ok(left)
+            }
+        },
+    )
+    .await;
+    Outcome::from([("pods left".into(), left.join(", "))])
 }

@@ -4,14 +4,15 @@
 //! `deploy/rbac.yaml`, `deploy/namespace-controller.yaml`, `deploy/serviceaccount-controller.yaml`
 //! and `deploy/pod-garbage-collector-controller.yaml`; kcm-rs also runs its namespace and
 //! ServiceAccount controllers, which a KCM-less plane needs for the test namespaces and their pods.
+//! Both collectors run with `--terminated-pod-gc-threshold` lowered to `podgc_scenarios::THRESHOLD`.
 //! Restarts kube-controller-manager and kube-scheduler (mode switches), so the test is named
 //! disruptive_* and its suite runs alone on its control plane (hack/e2e.sh). `KCM_RS_SCENARIOS=a,b`
 //! runs only the scenarios named.
 
 use kcm_rs_e2e::{
     Cluster, Mode,
-    differential::{assert_agree, run_scenarios, selected, under_both_in},
-    podgc_scenarios::scenarios,
+    differential::{assert_agree, run_scenarios, selected, under_both_flagged},
+    podgc_scenarios::{THRESHOLD, scenarios},
 };
 
 #[tokio::test]
@@ -27,11 +28,16 @@ async fn disruptive_pod_garbage_collector_matches_upstream() {
         cluster.apply_deploy_file(file);
     }
     let kubeconfig = cluster.service_account_kubeconfig("kcm-rs", "kcm-rs");
-    let both = under_both_in(
+    let threshold = format!("--terminated-pod-gc-threshold={THRESHOLD}");
+    let both = under_both_flagged(
         &cluster,
+        &[&threshold],
         Mode::Bare,
         "pod-garbage-collector-controller",
-        &["--controllers=pod-garbage-collector-controller,serviceaccount-controller,namespace-controller"],
+        &[
+            "--controllers=pod-garbage-collector-controller,serviceaccount-controller,namespace-controller",
+            &threshold,
+        ],
         Some(kubeconfig),
         |actor| run_scenarios(&cluster, &scenarios, actor),
     )
