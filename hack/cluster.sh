@@ -422,8 +422,8 @@ cmd_restart() {
 # Switches upstream KCM to another mode by restarting it with that mode's --controllers. `bare` stops
 # kube-controller-manager and kube-scheduler instead: etcd, kube-apiserver and kwok are left, what
 # envtest runs plus KWOK (the embedded-controllers suite); leaving it starts both again. KCM-FLAGs
-# are added to kube-controller-manager's command line until the next switch (a test that compares a
-# flag such as --terminated-pod-gc-threshold with upstream's).
+# are added to kube-controller-manager's command line until the next switch or `restart` (a test
+# that compares a flag such as --terminated-pod-gc-threshold with upstream's).
 cmd_mode() {
   local mode=${1:-}
   [[ $mode == reference || $mode == replace || $mode == bare ]] ||

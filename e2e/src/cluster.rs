@@ -233,7 +233,8 @@ impl Cluster {
 /// dropped, also when the test fails, so the suites after it find the cluster as `make e2e` started it.
 #[derive(Debug)]
 pub struct ModeGuard {
-    cluster: Cluster,
+    /// `None` once [`ModeGuard::hand_over`] passed the switch back to the next guard.
+    cluster: Option<Cluster>,
 }
 
 impl ModeGuard {
@@ -249,14 +250,22 @@ impl ModeGuard {
         args.extend_from_slice(flags);
         cluster.hack(&args);
         ModeGuard {
-            cluster: cluster.clone(),
+            cluster: Some(cluster.clone()),
         }
+    }
+
+    /// Switches to `mode` without passing through reference mode first: this guard restores
+    /// nothing, the returned one does.
+    pub fn hand_over(mut self, mode: Mode) -> ModeGuard {
+        let cluster = self.cluster.take().expect("a guard hands over once");
+        Self::enter(&cluster, mode)
     }
 }
 
 impl Drop for ModeGuard {
     fn drop(&mut self) {
-        if let Err(e) = self.cluster.try_hack(&["mode", Mode::Reference.name()]) {
+        let Some(cluster) = &self.cluster else { return };
+        if let Err(e) = cluster.try_hack(&["mode", Mode::Reference.name()]) {
             eprintln!("warning: restoring reference mode: {e}");
         }
     }

@@ -208,15 +208,11 @@ where
     F: Fn(&'static str) -> Fut,
     Fut: Future<Output = T>,
 {
-    let upstream = if upstream_flags.is_empty() {
-        cluster.hack(&["mode", "reference"]);
-        run("upstream").await
-    } else {
-        // Dropped before kcm-rs acts, or on a panic: the flags never outlive upstream's run.
-        let _flagged = ModeGuard::enter_flagged(cluster, Mode::Reference, upstream_flags);
-        run("upstream").await
-    };
-    let mode = ModeGuard::enter(cluster, mode);
+    // The flags never outlive upstream's run: the next switch drops them, and on a panic the guard
+    // restores plain reference mode.
+    let flagged = ModeGuard::enter_flagged(cluster, Mode::Reference, upstream_flags);
+    let upstream = run("upstream").await;
+    let mode = flagged.hand_over(mode);
     let replicas = crate::kcm_rs::spawn_replicas(cluster, suite, kcm_rs_args, kubeconfig).await;
     let ours = run("kcm-rs").await;
     let log_tail = replicas

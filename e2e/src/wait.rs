@@ -32,7 +32,7 @@ where
 /// take a stale status for the settled one.
 pub async fn wait_quiet<T, E, F, Fut>(what: &str, timeout: Duration, quiet: Duration, mut check: F) -> T
 where
-    T: PartialEq,
+    T: PartialEq + Debug,
     E: Debug,
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
@@ -55,8 +55,11 @@ where
             }
             Err(_) => held = None,
         }
-        if held.is_some() && now >= deadline {
-            panic!("timed out after {timeout:?} waiting for {what} to stay unchanged for {quiet:?}");
+        if let Some((last, _)) = held.as_ref().filter(|_| now >= deadline) {
+            panic!(
+                "timed out after {timeout:?} waiting for {what} to stay unchanged for {quiet:?}; \
+                 last seen: {last:?}"
+            );
         }
         tokio::time::sleep(POLL_INTERVAL).await;
     }
