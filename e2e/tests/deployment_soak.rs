@@ -1,4 +1,4 @@
-//! The Deployment controller under random operations (`kcm_rs_e2e::deployment_soak`), with kcm-rs
+//! The Deployment controller under random operations (`kcm_rs_e2e::soak::deployment`), with kcm-rs
 //! running the Deployment and ReplicaSet controllers and upstream's disabled: zero panics, every
 //! Deployment fully rolled out at the end. `KCM_RS_SOAK_SECONDS` sets the length (60 s by default;
 //! `make soak`: 600), `KCM_RS_SOAK_SEED` replays a run. Switches upstream KCM to replace mode, so the
@@ -8,8 +8,11 @@ use std::time::Duration;
 
 use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
-    deployment_soak::{self, DeploymentSoak},
-    soak, with_namespace,
+    soak::{
+        self,
+        deployment::{self, DeploymentSoak},
+    },
+    with_namespace,
 };
 
 const SOAK_DEFAULT: Duration = Duration::from_secs(60);
@@ -36,7 +39,7 @@ async fn disruptive_deployment_randomized_soak() {
         let mut soak = DeploymentSoak::new(ns.clone(), seed);
         soak.create().await;
         soak.run(duration).await;
-        let converged = deployment_soak::wait_converged(&ns, CONVERGE_WAIT).await;
+        let converged = deployment::wait_converged(&ns, CONVERGE_WAIT).await;
         println!("{}", soak.tally.summary(seed));
         let mut failures = soak::failures(kcm_mut, &soak.tally.errors);
         match converged {

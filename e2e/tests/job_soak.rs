@@ -1,4 +1,4 @@
-//! The Job controller under random operations (`kcm_rs_e2e::job_soak`), with kcm-rs running it and
+//! The Job controller under random operations (`kcm_rs_e2e::soak::job`), with kcm-rs running it and
 //! upstream's disabled: zero panics; at the end every Job finished and counted exactly, and no pod
 //! keeps the tracking finalizer. `KCM_RS_SOAK_SECONDS` sets the length (60 s by default; `make
 //! soak`: 600), `KCM_RS_SOAK_SEED` replays a run. Switches upstream KCM to replace mode, so the test
@@ -8,8 +8,11 @@ use std::time::Duration;
 
 use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
-    job_soak::{self, JobSoak},
-    soak, with_namespace,
+    soak::{
+        self,
+        job::{self, JobSoak},
+    },
+    with_namespace,
 };
 
 const SOAK_DEFAULT: Duration = Duration::from_secs(60);
@@ -28,7 +31,7 @@ async fn disruptive_job_randomized_soak() {
     with_namespace(cluster.clone(), "job-soak", |ns| async move {
         let mut soak = JobSoak::new(ns.clone(), seed);
         soak.run(duration).await;
-        let converged = job_soak::wait_converged(&ns, CONVERGE_WAIT).await;
+        let converged = job::wait_converged(&ns, CONVERGE_WAIT).await;
         println!("{}", soak.tally.summary(seed));
         let mut failures = soak::failures(kcm_mut, &soak.tally.errors);
         match converged {

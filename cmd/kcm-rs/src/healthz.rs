@@ -15,6 +15,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::get,
 };
+use controller::Probe;
 use leaderelection::LeaderElector;
 use parking_lot::Mutex;
 
@@ -24,13 +25,11 @@ use crate::slis::{Slis, slis_delete, slis_text};
 /// (kube-controller-manager: 20 s).
 pub const LEADER_ELECTION_HEALTH_TOLERANCE: Duration = Duration::from_secs(20);
 
-type SyncedFn = Arc<dyn Fn() -> bool + Send + Sync>;
-
 /// A running controller as the checks see it.
 struct Checked {
     name: String,
-    synced: SyncedFn,
-    stopped: SyncedFn,
+    synced: Probe,
+    stopped: Probe,
 }
 
 /// Why a stopped controller's check fails (`/healthz/<controller>`).

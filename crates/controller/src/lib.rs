@@ -62,7 +62,7 @@ pub use owners::{
 pub use pod_control::{KubePodControl, NoWrites, PodControl, object_reference, pod_from_template};
 pub use ranking::{RankingOptions, pods_to_delete, pods_to_delete_with};
 pub use ref_manager::{Claim, ClaimPlan, Owner, adopt_patch, decide, plan_claims, release_patch};
-pub use skeleton::{Controller, StartGate, Started, Wiring, run, run_gated, spawn, spawn_gated};
+pub use skeleton::{Controller, Probe, StartGate, Started, Wiring, run, run_gated, spawn, spawn_gated};
 pub use slow_start::slow_start_batch;
 pub use steps::{Comparison, Decided, Freshness, Steps, sync};
 pub use worker::{DEFAULT_DRAIN_TIMEOUT, Reconciler, WorkerOptions, run_workers};

@@ -151,10 +151,15 @@ impl Wiring {
     }
 }
 
+/// A condition polled from elsewhere: whether a controller's caches have synced, whether it
+/// stopped, whether its workers may start. One type, so that the health checks and a shard's write
+/// fence take what [`Started`] gives them as it is.
+pub type Probe = Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// A condition besides the controller's own caches that must hold before its workers start. On a
 /// replica sharing the work, the shard's write fence opens only once every controller of the shard
 /// has synced; a controller that started before that could only fail its first syncs.
-pub type StartGate = Arc<dyn Fn() -> bool + Send + Sync>;
+pub type StartGate = Probe;
 
 struct Gate(StartGate);
 
@@ -207,7 +212,9 @@ pub async fn run_gated<C: Controller>(
     let beside = controller.run_beside(options, cancel.clone());
     let main = run_workers(C::NAME, controller, queue, metrics, options, cancel);
     match beside {
-        Some(beside) => drop(tokio::join!(main, beside)),
+        Some(beside) => {
+            tokio::join!(main, beside);
+        }
         None => main.await,
     }
     if let Some(events) = events {
@@ -222,12 +229,12 @@ pub struct Started {
     /// Whether its caches have synced: its readiness, and what a shard's write fence waits for.
     /// It says nothing of [`Started::stopped`]: a fence closed by one stopped controller would hold
     /// every other controller of the shard back while the shard stays held.
-    pub synced: Arc<dyn Fn() -> bool + Send + Sync>,
+    pub synced: Probe,
     /// Whether it ended on a panic outside its syncs (a loop of its own beside the workers, the
     /// wait for its caches), which ends the whole controller. The binary then exits, as KCM's
     /// process crashes on such a panic, and until it does the controller's health check fails,
     /// rather than a dead controller reporting healthy.
-    pub stopped: Arc<dyn Fn() -> bool + Send + Sync>,
+    pub stopped: Probe,
     /// Ends once its workers have drained after cancellation, or at once after such a panic.
     pub task: JoinHandle<()>,
 }

@@ -24,6 +24,7 @@ use std::{
     time::Duration,
 };
 
+use controller::Probe;
 use informer::{Shard, fnv1a64};
 use parking_lot::Mutex;
 use tokio::{sync::Notify, time::Instant};
@@ -33,8 +34,6 @@ use crate::suspended::{self, SuspendClock};
 #[path = "fenced.rs"]
 mod fenced;
 pub use fenced::{FenceLayer, Fenced};
-
-type SyncedFn = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// The gates of one replica's shards and the writes that passed them.
 pub struct WriteFence {
@@ -57,7 +56,7 @@ struct Gate {
     /// monotonic clock that `until` is on stood still for any suspend after it.
     suspended: Duration,
     /// The shard's controllers' cache checks; writes wait for all of them.
-    synced: Vec<SyncedFn>,
+    synced: Vec<Probe>,
 }
 
 impl Gate {
@@ -162,7 +161,7 @@ impl WriteFence {
     }
 
     /// The shard's controllers are running: writes wait for these caches.
-    pub fn caches(&self, shard: Shard, synced: Vec<SyncedFn>) {
+    pub fn caches(&self, shard: Shard, synced: Vec<Probe>) {
         if let Some(gate) = self.gates.lock().get_mut(&shard) {
             gate.synced = synced;
         }

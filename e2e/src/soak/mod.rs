@@ -1,5 +1,5 @@
 //! What the randomized soaks share: the ReplicaSet soak ([`replicaset`]), the Deployment soak
-//! ([`crate::deployment_soak`]) and the Job soak ([`crate::job_soak`]) each drive their objects with
+//! ([`deployment`]) and the Job soak ([`job`]) each drive their objects with
 //! random operations from a seeded RNG at one pace ([`Ticks`]), keep a [`Tally`] of them, then require
 //! convergence. Here: the seed and length from the environment, polling, the checks every soak ends
 //! with (API errors, panics in kcm-rs's log, kcm-rs still healthy) and the failure that replays a run.
@@ -14,6 +14,8 @@ use kube::{
 use serde_json::Value;
 use tokio::time::Instant;
 
+pub mod deployment;
+pub mod job;
 pub mod replicaset;
 mod tally;
 
