@@ -55,16 +55,23 @@ pub fn scenarios() -> Vec<Scenario> {
 /// they are terminated, so the threshold deleting them again changes nothing of theirs.
 pub const THRESHOLD: usize = 2;
 
-/// A held pod of one pause container, with `spec` merged in; no scheduler picks it up
-/// (`schedulerName`), so that reference mode's scheduler writes nothing bare mode's lacks.
+/// Pod `p` held by the test's finalizer ([`unscheduled_pod`]), with `spec` merged in.
 async fn held_pod(ns: &TestNamespace, spec: serde_json::Value) -> Pod {
     held_pod_with(ns, json!({}), spec).await
 }
 
 /// [`held_pod`] with `metadata` merged in too.
 async fn held_pod_with(ns: &TestNamespace, metadata: serde_json::Value, spec: serde_json::Value) -> Pod {
+    let mut held = json!({"name": "p", "finalizers": [HOLD]});
+    crate::json::merge(&mut held, metadata);
+    unscheduled_pod(ns, held, spec).await
+}
+
+/// A pod of one pause container, with `metadata` and `spec` merged in; no scheduler picks it up
+/// (`schedulerName`), so that reference mode's scheduler writes nothing bare mode's lacks.
+async fn unscheduled_pod(ns: &TestNamespace, metadata: serde_json::Value, spec: serde_json::Value) -> Pod {
     let mut pod = json!({
-        "metadata": {"name": "p", "finalizers": [HOLD]},
+        "metadata": {},
         "spec": {
             "schedulerName": "kcm-rs-test-no-scheduler",
             "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
@@ -273,17 +280,7 @@ async fn terminated_threshold(ns: TestNamespace) -> Outcome {
         ("f", "Failed", None),
     ];
     for (name, phase, reason) in pods {
-        let pod: Pod = serde_json::from_value(json!({
-            "metadata": {"name": name},
-            "spec": {
-                "schedulerName": "kcm-rs-test-no-scheduler",
-                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
-            },
-        }))
-        .unwrap();
-        api.create(&PostParams::default(), &pod)
-            .await
-            .expect("create pod");
+        unscheduled_pod(&ns, json!({"name": name}), json!({})).await;
         let status = json!({"status": {"phase": phase, "reason": reason}});
         api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
             .await
