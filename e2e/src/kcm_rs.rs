@@ -8,8 +8,8 @@ use std::{
 
 use crate::{Cluster, wait_for};
 
-/// The log line kcm-rs prints once a controller's caches have synced.
-const READY_LINE: &str = "caches synced";
+/// How long kcm-rs may take from start to `/readyz` answering 200.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// With `KCM_RS_E2E_SHARDS=N` (N > 1) the differential and conformance-style suites run kcm-rs
 /// sharded: `KCM_RS_E2E_REPLICAS` replicas (default 3) with `--shards=N`.
@@ -32,7 +32,7 @@ pub async fn spawn_replicas(
         .unwrap_or(1);
     if shards <= 1 {
         let one = KcmRs::spawn(cluster, name, args, kubeconfig);
-        one.wait_log(READY_LINE, Duration::from_secs(60)).await;
+        one.wait_ready().await;
         return vec![one];
     }
     let replicas: usize = std::env::var(REPLICAS_ENV)
@@ -77,7 +77,7 @@ pub struct KcmRs {
 }
 
 impl KcmRs {
-    /// Starts kcm-rs and waits until its controllers' caches have synced. See [`KcmRs::spawn`].
+    /// Starts kcm-rs and waits until it is ready ([`KcmRs::wait_ready`]). See [`KcmRs::spawn`].
     pub async fn start(cluster: &Cluster, name: &str, args: &[&str]) -> KcmRs {
         KcmRs::start_env(cluster, name, args, &[]).await
     }
@@ -86,7 +86,7 @@ impl KcmRs {
     /// `KCM_RS_LOG`).
     pub async fn start_env(cluster: &Cluster, name: &str, args: &[&str], envs: &[(&str, &str)]) -> KcmRs {
         let me = KcmRs::spawn_env(cluster, name, args, None, envs);
-        me.wait_log(READY_LINE, Duration::from_secs(60)).await;
+        me.wait_ready().await;
         me
     }
 
@@ -98,7 +98,6 @@ impl KcmRs {
         KcmRs::spawn_env(cluster, name, args, kubeconfig, &[])
     }
 
-    /// [`KcmRs::spawn`] with extra environment variables.
     /// Runs kcm-rs to its end with the cluster's admin kubeconfig and `args`: its standard output.
     pub fn run_once(cluster: &Cluster, args: &[&str]) -> String {
         let kubeconfig = cluster.run_dir.join("kubeconfig");
@@ -116,6 +115,7 @@ impl KcmRs {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// [`KcmRs::spawn`] with extra environment variables.
     pub fn spawn_env(
         cluster: &Cluster,
         name: &str,
@@ -161,11 +161,7 @@ impl KcmRs {
         let pid = self.child.id();
         wait_for(&format!("kcm-rs (pid {pid}) to log {needle:?}"), timeout, || {
             let text = self.log_text();
-            // A child that exited stays in /proc, a zombie, until it is waited for.
-            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                stat.rsplit_once(") ")
-                    .is_some_and(|(_, rest)| !rest.starts_with('Z'))
-            });
+            let alive = self.alive();
             async move {
                 if text.contains(needle) {
                     Ok(())
@@ -177,6 +173,44 @@ impl KcmRs {
             }
         })
         .await;
+    }
+
+    /// Waits until `/readyz` answers 200: every controller it started has synced. The first
+    /// controller's "caches synced" line is too early a sign: the garbage collector's own monitors
+    /// sync after it, and a scenario that deleted an owner then raced the collector's start-up (a
+    /// dependent of a kind it had not yet watched was not orphaned). Fails if the process exits first.
+    pub async fn wait_ready(&self) {
+        let pid = self.child.id();
+        let port = self.port;
+        wait_for(
+            &format!("kcm-rs (pid {pid}) to answer /readyz with 200"),
+            READY_TIMEOUT,
+            || {
+                let alive = self.alive();
+                let log = self.log.clone();
+                async move {
+                    let (code, body) = crate::serving::https_get(port, "/readyz", &Default::default());
+                    if code == 200 {
+                        Ok(())
+                    } else if !alive {
+                        let text = std::fs::read_to_string(log).unwrap_or_default();
+                        panic!("kcm-rs exited before it was ready; its log:\n{text}");
+                    } else {
+                        Err(format!("{code} {body}"))
+                    }
+                }
+            },
+        )
+        .await;
+    }
+
+    /// Whether the process runs, read from `/proc`: a child that exited stays there, a zombie, until
+    /// it is waited for.
+    fn alive(&self) -> bool {
+        std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).is_ok_and(|stat| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+        })
     }
 
     pub fn log_text(&self) -> String {
