@@ -59,7 +59,7 @@ image_suites=(image static_pod)
 # without their builds.
 declare -A known_seconds=(
   [parallel]=305 [informer_disruptive]=35 [secure_serving]=117 [replicaset]=210 [deployment]=171
-  [job]=265 [shadow]=258 [rbac]=219 [leader_election]=63 [leader_election_load]=99 [sharding]=377
+  [job]=265 [shadow]=400 [rbac]=219 [leader_election]=63 [leader_election_load]=99 [sharding]=377
   [layout_change]=108 [shard_faults]=256 [embedded]=33 [ttl_after_finished]=63 [cronjob]=274
   [namespace_controller]=60 [serviceaccount_controller]=60 [garbage_collector]=105 [pod_garbage_collector]=235
   [replicaset_soak]=175 [deployment_soak]=88 [job_soak]=144 [random_differential]=224 [image]=21

@@ -86,6 +86,19 @@ async fn unscheduled_pod(ns: &TestNamespace, metadata: serde_json::Value, spec: 
         .expect("create pod")
 }
 
+/// Unscheduled pods ([`unscheduled_pod`]) created in this order and given their phase and status
+/// reason, as a kubelet that ran them would have written.
+pub async fn ended_pods(ns: &TestNamespace, pods: &[(&str, &str, Option<&str>)]) {
+    let api = ns.api::<Pod>();
+    for (name, phase, reason) in pods {
+        unscheduled_pod(ns, json!({"name": name}), json!({})).await;
+        let status = json!({"status": {"phase": phase, "reason": reason}});
+        api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+            .await
+            .expect("write the pod's phase");
+    }
+}
+
 /// What the collector left on the pod: its phase, its conditions, and how it is being deleted.
 fn left(pod: &Pod) -> Outcome {
     let status = pod.status.clone().unwrap_or_default();
@@ -279,13 +292,7 @@ async fn terminated_threshold(ns: TestNamespace) -> Outcome {
         ("e", "Succeeded", None),
         ("f", "Failed", None),
     ];
-    for (name, phase, reason) in pods {
-        unscheduled_pod(&ns, json!({"name": name}), json!({})).await;
-        let status = json!({"status": {"phase": phase, "reason": reason}});
-        api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
-            .await
-            .expect("write the pod's phase");
-    }
+    ended_pods(&ns, &pods).await;
     let left = wait_quiet(
         "the terminated pods down to the threshold",
         WAIT,

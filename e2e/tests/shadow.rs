@@ -1,7 +1,8 @@
 //! Shadow mode beside upstream's controllers (reference mode), under the shipped read-only
-//! ClusterRole: no divergence on the ReplicaSet (and a sample of them on ReplicationControllers),
-//! Deployment, Job, CronJob and TTL-after-finished scenarios; for each controller a
-//! deliberate perturbation is reported for the right object and field, counted and logged.
+//! ClusterRoles: no divergence on the ReplicaSet (and a sample of them on ReplicationControllers),
+//! Deployment, Job, CronJob, TTL-after-finished, garbage collector and pod garbage collector
+//! scenarios; for each controller a deliberate perturbation (or a setting upstream does not share)
+//! is reported for the right object and field, counted and logged.
 
 use std::{path::PathBuf, time::Duration};
 
@@ -9,12 +10,12 @@ use k8s_openapi::api::batch::v1::CronJob;
 use k8s_openapi::api::{
     apps::v1::{Deployment, ReplicaSet},
     batch::v1::Job,
-    core::v1::ReplicationController,
+    core::v1::{ConfigMap, ReplicationController},
 };
 use kcm_rs_e2e::{
-    Cluster, KcmRs, TestNamespace, cronjob_scenarios, deployment_scenarios,
+    Cluster, KcmRs, Mode, ModeGuard, TestNamespace, cronjob_scenarios, deployment_scenarios,
     differential::Scenario,
-    job_scenarios,
+    gc_scenarios, job_scenarios, podgc_scenarios,
     replicaset_scenarios::{self, Replicas},
     ttl_scenarios, wait_for, with_namespace,
 };
@@ -37,7 +38,7 @@ async fn reference_cluster() -> (Cluster, PathBuf) {
 
 async fn start_shadow(cluster: &Cluster, name: &str, args: &[&str], kubeconfig: PathBuf) -> KcmRs {
     let shadow = KcmRs::spawn(cluster, name, args, Some(kubeconfig));
-    shadow.wait_log("caches synced", Duration::from_secs(60)).await;
+    shadow.wait_ready().await;
     shadow
 }
 
@@ -71,62 +72,92 @@ async fn assert_no_divergence(cluster: &Cluster, shadow: &KcmRs, scenarios: Vec<
 }
 
 /// A kcm-rs running `controller` made wrong on purpose (`--shadow-perturb=<perturbation>`) reports
-/// each of `lines` for the object `name` that `create` makes, counts it under the controller's events
-/// component (`controller` but for the ReplicationController controller's `replication-controller`),
-/// and logs the object's key.
+/// each of `lines` for the object `name` that `create` makes ([`assert_reported`]), under the
+/// controller's events component (`controller` but for the ReplicationController controller's
+/// `replication-controller`).
 async fn assert_perturbation_reported<F, Fut>(
     cluster: &Cluster,
     kubeconfig: PathBuf,
     controller: &str,
     perturbation: &str,
-    (name, create): (&str, F),
+    object: (&str, F),
     lines: &[&str],
 ) where
     F: FnOnce(TestNamespace) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let args = [
-        &format!("--controllers={controller}"),
-        "--shadow",
-        SETTLE,
-        &format!("--shadow-perturb={perturbation}"),
-    ];
-    let perturbed = start_shadow(cluster, &format!("shadow-{perturbation}"), &args, kubeconfig).await;
-    let perturbed = &perturbed;
-    with_namespace(
-        cluster.clone(),
-        &format!("shadow-{perturbation}"),
-        |ns| async move {
-            create(ns.clone()).await;
-            let key = format!("{}/{name}", ns.name);
-            let body = wait_for(
-                "the divergence to be reported",
-                Duration::from_secs(60),
-                || async {
-                    let (_, body) = perturbed.http_get("/debug/shadow");
-                    if body.contains(&key) { Ok(body) } else { Err(body) }
-                },
-            )
-            .await;
-            for line in lines {
-                assert!(body.contains(line), "field-level diff {line:?}: {body}");
-            }
-            let (_, metrics) = perturbed.http_get("/metrics");
-            let component = match controller {
-                "replicationcontroller-controller" => "replication-controller",
-                c => c,
-            };
-            let counted = format!("kcm_rs_shadow_divergences_total{{controller=\"{component}\"}} 1");
-            assert!(
-                metrics.contains(&counted),
-                "the divergence is counted:\n{metrics}"
-            );
-            assert!(
-                perturbed.log_text().contains(&key),
-                "and logged with the object key"
-            );
-        },
-    )
+    let component = match controller {
+        "replicationcontroller-controller" => "replication-controller",
+        c => c,
+    };
+    let report = Report {
+        label: &format!("shadow-{perturbation}"),
+        args: &[
+            &format!("--controllers={controller}"),
+            "--shadow",
+            SETTLE,
+            &format!("--shadow-perturb={perturbation}"),
+        ],
+        component,
+        lines,
+        within: Duration::from_secs(60),
+    };
+    assert_reported(cluster, kubeconfig, report, object).await;
+}
+
+/// A shadow instance, and what it must report.
+struct Report<'a> {
+    /// Names its log and its namespace.
+    label: &'a str,
+    args: &'a [&'a str],
+    /// The events component the divergence is counted under.
+    component: &'a str,
+    /// Each a part of what `/debug/shadow` says of the object.
+    lines: &'a [&'a str],
+    within: Duration,
+}
+
+/// A kcm-rs started in shadow mode with `report.args` reports each of `report.lines` for the object
+/// `name` that `create` makes, within `report.within`; counts it under `report.component` and logs
+/// the object's key.
+async fn assert_reported<F, Fut>(
+    cluster: &Cluster,
+    kubeconfig: PathBuf,
+    report: Report<'_>,
+    (name, create): (&str, F),
+) where
+    F: FnOnce(TestNamespace) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let shadow = start_shadow(cluster, report.label, report.args, kubeconfig).await;
+    let shadow = &shadow;
+    let report = &report;
+    with_namespace(cluster.clone(), report.label, |ns| async move {
+        create(ns.clone()).await;
+        let key = format!("{}/{name}", ns.name);
+        let body = wait_for("the divergence to be reported", report.within, || async {
+            let (_, body) = shadow.http_get("/debug/shadow");
+            if body.contains(&key) { Ok(body) } else { Err(body) }
+        })
+        .await;
+        for line in report.lines {
+            assert!(body.contains(line), "field-level diff {line:?}: {body}");
+        }
+        let (_, metrics) = shadow.http_get("/metrics");
+        let series = format!(
+            "kcm_rs_shadow_divergences_total{{controller=\"{}\"}} ",
+            report.component
+        );
+        let counted = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&series))
+            .and_then(|n| n.trim().parse::<f64>().ok());
+        assert!(
+            counted.is_some_and(|n| n >= 1.0),
+            "the divergence is counted:\n{metrics}"
+        );
+        assert!(shadow.log_text().contains(&key), "and logged with the object key");
+    })
     .await;
 }
 
@@ -304,4 +335,78 @@ async fn disruptive_shadow_cronjob_and_ttl_controllers_agree_with_upstream() {
         &["job: kcm-rs would delete it (its TTL after finishing ran out at "],
     )
     .await;
+}
+
+/// The same beside upstream's garbage collector and pod garbage collector, under the read-only
+/// roles of `deploy/garbage-collector-controller.yaml` and `deploy/pod-garbage-collector-controller.yaml`:
+/// no divergence in either's scenarios. Then each reports what upstream leaves undone: with
+/// upstream's collector switched off (`--enable-garbage-collector=false`), a ConfigMap whose owner
+/// never existed; with kcm-rs's terminated-pod threshold at 1 against upstream's 12,500, the first
+/// of two ended pods (the older, or on a tie of creation seconds the first by name, as upstream
+/// orders them).
+#[tokio::test]
+async fn disruptive_shadow_garbage_collectors_agree_with_upstream() {
+    let (cluster, kubeconfig) = reference_cluster().await;
+    cluster.apply_deploy_file("garbage-collector-controller.yaml");
+    cluster.apply_deploy_file("pod-garbage-collector-controller.yaml");
+    gc_scenarios::install_widgets(&cluster).await;
+    let both = "--controllers=garbage-collector-controller,pod-garbage-collector-controller";
+    let shadow = start_shadow(
+        &cluster,
+        "shadow-gc",
+        &[both, "--shadow", SETTLE],
+        kubeconfig.clone(),
+    )
+    .await;
+    let mut scenarios = gc_scenarios::scenarios();
+    scenarios.extend(podgc_scenarios::scenarios());
+    assert_no_divergence(&cluster, &shadow, scenarios).await;
+    assert!(shadow.stop().success());
+
+    let dangling = |ns: TestNamespace| async move {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "a", "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "missing",
+            "uid": "00000000-0000-0000-0000-000000000001"}]}}))
+        .unwrap();
+        ns.api::<ConfigMap>()
+            .create(&PostParams::default(), &cm)
+            .await
+            .unwrap();
+    };
+    {
+        let _no_collector =
+            ModeGuard::enter_flagged(&cluster, Mode::Reference, &["--enable-garbage-collector=false"]);
+        let report = Report {
+            label: "shadow-gc-off",
+            args: &["--controllers=garbage-collector-controller", "--shadow", SETTLE],
+            component: "garbage-collector-controller",
+            lines: &["kcm-rs would delete it (background propagation): no owner holds it"],
+            within: Duration::from_secs(60),
+        };
+        assert_reported(
+            &cluster,
+            kubeconfig.clone(),
+            report,
+            ("a (v1 ConfigMap)", dangling),
+        )
+        .await;
+    }
+
+    let ended = |ns: TestNamespace| async move {
+        podgc_scenarios::ended_pods(&ns, &[("a", "Succeeded", None), ("b", "Failed", None)]).await;
+    };
+    // Reported after the settle time and a pass period of lag, at kcm-rs's third pass at most.
+    let report = Report {
+        label: "shadow-podgc-threshold",
+        args: &[
+            "--controllers=pod-garbage-collector-controller",
+            "--shadow",
+            SETTLE,
+            "--terminated-pod-gc-threshold=1",
+        ],
+        component: "pod-garbage-collector-controller",
+        lines: &["pod: kcm-rs would force-delete it (terminated)"],
+        within: Duration::from_secs(90),
+    };
+    assert_reported(&cluster, kubeconfig, report, ("a", ended)).await;
 }

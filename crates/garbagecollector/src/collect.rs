@@ -3,6 +3,8 @@
 //! live, [`decide`], and write. The graph says only which objects to look at and who depends on
 //! whom; every deletion is decided on what the API server answers.
 
+use std::time::Duration;
+
 use futures::future::join_all;
 use informer::ObjectKey;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -14,6 +16,7 @@ use crate::{
     graph::Node,
     identity::{FOREGROUND, Identity, ORPHAN, waits_with},
     operations::{drop_references, drop_references_merge, unblock, unblock_merge},
+    shadow,
 };
 
 /// Why a look at an object ended without a write to wait for.
@@ -22,19 +25,45 @@ enum Lookup {
     Forget,
     /// Done; if the object is still known only as an owner, come back.
     Done,
+    /// Shadow mode: what kcm-rs would write must stand unchanged this long before it is reported.
+    Settle(Duration),
 }
 
 impl GarbageCollector {
-    pub(crate) async fn attempt_to_delete(&self, uid: &str) -> Result<(), GcError> {
+    /// A worker's look at the object with this UID; `Ok(Some(d))` asks for it again after `d`.
+    pub(crate) async fn attempt_to_delete(&self, uid: &str) -> Result<Option<Duration>, GcError> {
         let Some(node) = self.graph.lock().node(uid).cloned() else {
-            return Ok(());
+            self.forget_shadow(uid);
+            return Ok(None);
         };
         match self.attempt(&node).await? {
-            Lookup::Forget => Ok(()),
+            Lookup::Forget => {
+                self.forget_shadow(uid);
+                Ok(None)
+            }
+            Lookup::Settle(after) => Ok(Some(after)),
             Lookup::Done if self.graph.lock().node(uid).is_some_and(|n| n.virtual_) => {
                 Err(GcError::NotObserved(Box::new(node.identity)))
             }
-            Lookup::Done => Ok(()),
+            Lookup::Done => Ok(None),
+        }
+    }
+
+    /// Shadow mode: files what kcm-rs `would` write on `item` (or nothing), decided on what hashes
+    /// to `fingerprint`; the look ends waiting for it to settle, or done.
+    async fn file(&self, item: &Identity, fingerprint: u64, would: Option<String>) -> Lookup {
+        let Some(filings) = &self.shadow else {
+            return Lookup::Done;
+        };
+        match filings.observe(&self.client, item, fingerprint, would).await {
+            Some(after) => Lookup::Settle(after),
+            None => Lookup::Done,
+        }
+    }
+
+    fn forget_shadow(&self, uid: &str) {
+        if let Some(filings) = &self.shadow {
+            filings.forget(uid);
         }
     }
 
@@ -58,13 +87,13 @@ impl GarbageCollector {
             self.found_gone(item.clone());
             return Ok(Lookup::Forget);
         }
+        let fingerprint = shadow::fingerprint(&latest.metadata.resource_version);
         if node.deleting_dependents {
-            self.finish_foreground(node).await?;
-            return Ok(Lookup::Done);
+            return self.finish_foreground(node, fingerprint).await;
         }
         let refs = latest.metadata.owner_references.clone().unwrap_or_default();
         if refs.is_empty() {
-            return Ok(Lookup::Done);
+            return Ok(self.file(item, fingerprint, None).await);
         }
         let mut owners = Vec::with_capacity(refs.len());
         for r in refs.iter() {
@@ -89,7 +118,7 @@ impl GarbageCollector {
             tracing::info!(item = %item, ?action, "garbage collector acting on item");
         }
         if self.shadow.is_some() {
-            return Ok(Lookup::Done);
+            return Ok(self.file(item, fingerprint, shadow::would(&action)).await);
         }
         let gone = match action {
             Action::Keep => false,
@@ -158,7 +187,7 @@ impl GarbageCollector {
 
     /// An object deleted in the foreground: once no dependent blocks it, its finalizer goes; until
     /// then, its blocking dependents are looked at.
-    async fn finish_foreground(&self, node: &Node) -> Result<(), GcError> {
+    async fn finish_foreground(&self, node: &Node, fingerprint: u64) -> Result<Lookup, GcError> {
         let blocking: Vec<(String, bool)> = self
             .graph
             .lock()
@@ -169,21 +198,24 @@ impl GarbageCollector {
         if blocking.is_empty() {
             tracing::info!(item = %node.identity, "remove DeleteDependents finalizer for item");
             if self.shadow.is_some() {
-                return Ok(());
+                let would =
+                    format!("metadata.finalizers: kcm-rs would remove {FOREGROUND}: no dependent blocks it");
+                return Ok(self.file(&node.identity, fingerprint, Some(would)).await);
             }
-            return self.ops.remove_finalizer(&node.identity, FOREGROUND).await;
+            self.ops.remove_finalizer(&node.identity, FOREGROUND).await?;
+            return Ok(Lookup::Done);
         }
         for (uid, deleting_its_own) in blocking {
             if !deleting_its_own {
                 self.delete_queue.add(ObjectKey::new(None, &uid));
             }
         }
-        Ok(())
+        Ok(self.file(&node.identity, fingerprint, None).await)
     }
 
     /// An owner deleted with the orphan policy: its dependents lose their references to it, then it
-    /// loses its finalizer.
-    pub(crate) async fn attempt_to_orphan(&self, uid: &str) -> Result<(), GcError> {
+    /// loses its finalizer. `Ok(Some(d))` asks for it again after `d` (shadow mode's settle time).
+    pub(crate) async fn attempt_to_orphan(&self, uid: &str) -> Result<Option<Duration>, GcError> {
         let found = {
             let graph = self.graph.lock();
             graph.node(uid).map(|n| {
@@ -195,11 +227,20 @@ impl GarbageCollector {
             })
         };
         let Some((owner, dependents)) = found else {
-            return Ok(());
+            self.forget_shadow(uid);
+            return Ok(None);
         };
         tracing::info!(owner = %owner, dependents = dependents.len(), "orphaning dependents");
         if self.shadow.is_some() {
-            return Ok(());
+            let would = format!(
+                "metadata.finalizers: kcm-rs would orphan its {} dependents, then remove {ORPHAN}",
+                dependents.len()
+            );
+            let fingerprint = shadow::fingerprint((&owner.uid, dependents.len()));
+            return Ok(match self.file(&owner, fingerprint, Some(would)).await {
+                Lookup::Settle(after) => Some(after),
+                _ => None,
+            });
         }
         let owners = [owner.uid.clone()];
         let results = join_all(dependents.iter().map(|d| {
@@ -219,6 +260,6 @@ impl GarbageCollector {
                 errors: format!("[{}]", errors.join(", ")),
             });
         }
-        self.ops.remove_finalizer(&owner, ORPHAN).await
+        self.ops.remove_finalizer(&owner, ORPHAN).await.map(|()| None)
     }
 }

@@ -18,10 +18,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     error::GcError,
-    graph::{Change, Effects, Graph},
+    graph::{Change, Effects, Graph, Observed},
     identity::Identity,
     monitors::{Monitors, deletable},
     operations::{Mapper, Operations},
+    shadow::Filings,
 };
 
 /// KCM's name for the controller (`names.GarbageCollectorController`).
@@ -54,12 +55,13 @@ pub struct GarbageCollector {
     receiver: Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
     pub(crate) ops: Operations,
     mapper: Mapper,
-    client: Client,
+    pub(crate) client: Client,
     recorder: EventRecorder,
     /// Set once the first monitors have synced, or [`SYNC_PERIOD`] after start (`initial_sync`).
     ready: watch::Sender<bool>,
-    /// Set in shadow mode: the graph is built and every decision made, nothing written.
-    pub(crate) shadow: Option<Arc<ShadowState>>,
+    /// Set in shadow mode: the graph is built and every decision made, nothing written; what would
+    /// be is filed with shadow mode's state.
+    pub(crate) shadow: Option<Filings>,
 }
 
 impl std::fmt::Debug for GarbageCollector {
@@ -101,10 +103,10 @@ impl Build for GarbageCollector {
     }
 
     /// Builds the graph and decides as the live collector does, writing nothing: what it would
-    /// delete or patch is logged.
+    /// delete or patch is logged and filed ([`Filings`]).
     fn shadow(cx: Context<'_>, state: Arc<ShadowState>, (): ()) -> Self {
         let mut c = Self::build(cx, ());
-        c.shadow = Some(state);
+        c.shadow = Some(Filings::new(state));
         c
     }
 }
@@ -132,6 +134,12 @@ impl GarbageCollector {
                 () = cancel.cancelled() => return,
                 c = rx.recv() => match c { Some(c) => c, None => return },
             };
+            // A filing stands until its object goes: upstream's collector did what kcm-rs would.
+            if let (Some(filings), Change::Deleted(Observed { identity, .. }) | Change::FoundGone(identity)) =
+                (&self.shadow, &change)
+            {
+                filings.forget(&identity.uid);
+            }
             let effects = self.graph.lock().apply(change);
             self.enqueue(effects);
         }
@@ -249,7 +257,7 @@ impl Reconciler for GarbageCollector {
 
     async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, GcError> {
         self.wait_ready().await;
-        self.attempt_to_delete(key.as_str()).await.map(|()| None)
+        self.attempt_to_delete(key.as_str()).await
     }
 }
 
@@ -261,7 +269,7 @@ impl Reconciler for Orphaner {
 
     async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, GcError> {
         self.0.wait_ready().await;
-        self.0.attempt_to_orphan(key.as_str()).await.map(|()| None)
+        self.0.attempt_to_orphan(key.as_str()).await
     }
 }
 

@@ -14,7 +14,8 @@
 //! deletes it first reads live from the API server, with its owners, as upstream's does; the graph
 //! only says where to look. `monitors.rs` watches every resource discovery finds deletable as
 //! metadata only; `controller.rs` wires the queues, the graph task and the discovery loop onto
-//! the skeleton.
+//! the skeleton. In shadow mode every decision is made and none written: `shadow.rs` files what
+//! would be with `/debug/shadow` until upstream's collector has done it.
 #![forbid(unsafe_code)]
 
 mod absent;
@@ -26,6 +27,7 @@ mod graph;
 mod identity;
 mod monitors;
 mod operations;
+mod shadow;
 
 pub use absent::{ABSENT_OWNERS, AbsentOwners};
 pub use controller::{

@@ -23,6 +23,7 @@ use crate::{
     force_delete::{Disruption, NODE_GONE, force_delete},
     metrics::PodGcMetrics,
     quarantine::Quarantine,
+    shadow::{Would, key},
 };
 
 /// KCM's name for the controller (`names.PodGarbageCollectorController`).
@@ -70,7 +71,7 @@ pub struct PodGarbageCollector {
     options: Options,
     quarantine: Quarantine,
     clock: Arc<dyn Clock>,
-    /// Set in shadow mode: a pass decides and logs what it would delete, and writes nothing.
+    /// Set in shadow mode: a pass files what it would delete there ([`Would`]), and writes nothing.
     shadow: Option<Arc<ShadowState>>,
 }
 
@@ -131,10 +132,12 @@ impl PodGarbageCollector {
             .filter_map(|n| Some((n.metadata.name.clone()?, NodeState::of(n))))
             .collect();
         let plan = decide(&pods, &nodes, self.options.terminated_threshold);
+        let mut would = Would::default();
         if !plan.terminated.is_empty() {
             tracing::info!(pods = plan.terminated.len(), "garbage collecting pods");
         }
-        self.collect(&plan.terminated, Reason::Terminated, None).await;
+        self.collect(&plan.terminated, Reason::Terminated, None, &mut would)
+            .await;
         for pod in pods.iter().filter(|p| p.metadata.deletion_timestamp.is_some()) {
             let node = node_name(pod).unwrap_or_default();
             if !nodes.contains_key(node) {
@@ -142,17 +145,25 @@ impl PodGarbageCollector {
                 tracing::error!(pod = %key(pod), node, "failed to get node: not found");
             }
         }
-        self.collect(&plan.out_of_service, Reason::OutOfService, None)
+        self.collect(&plan.out_of_service, Reason::OutOfService, None, &mut would)
             .await;
         self.quarantine.add(&plan.missing_nodes);
         let gone = self.deleted_nodes(self.quarantine.take_ready(), &nodes).await;
         for pod in orphans(&pods, &gone) {
-            self.collect(std::slice::from_ref(&pod), Reason::Orphaned, Some(NODE_GONE))
-                .await;
+            self.collect(
+                std::slice::from_ref(&pod),
+                Reason::Orphaned,
+                Some(NODE_GONE),
+                &mut would,
+            )
+            .await;
         }
         for pod in &plan.unscheduled {
-            self.collect(std::slice::from_ref(pod), Reason::Unscheduled, None)
+            self.collect(std::slice::from_ref(pod), Reason::Unscheduled, None, &mut would)
                 .await;
+        }
+        if let Some(state) = &self.shadow {
+            would.file(state);
         }
     }
 
@@ -179,14 +190,19 @@ impl PodGarbageCollector {
 
     /// Force-deletes `pods` at once, counting each and each failure (an attempt is counted before
     /// its writes for the out-of-service reason and after them for the others, as upstream counts).
-    async fn collect(&self, pods: &[Arc<Pod>], reason: Reason, condition: Option<Disruption>) {
+    /// In shadow mode they go to `would` instead.
+    async fn collect(
+        &self,
+        pods: &[Arc<Pod>],
+        reason: Reason,
+        condition: Option<Disruption>,
+        would: &mut Would,
+    ) {
         if pods.is_empty() {
             return;
         }
         if self.shadow.is_some() {
-            for pod in pods {
-                tracing::info!(pod = %key(pod), reason = reason.label(), "shadow: kcm-rs would force-delete the pod");
-            }
+            would.add(pods, reason);
             return;
         }
         let now = self.clock.now();
@@ -226,14 +242,6 @@ impl PodGarbageCollector {
         self.options.metrics.force_delete_error(ns, reason.label());
         tracing::error!(pod = %key(pod), reason = reason.label(), "failed to force-delete pod: {e}");
     }
-}
-
-fn key(pod: &Pod) -> String {
-    format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
 }
 
 impl Reconciler for PodGarbageCollector {

@@ -16,7 +16,8 @@
 //! and nodes; `quarantine.rs` holds missing nodes back; `force_delete.rs` is the one write;
 //! `controller.rs` runs a pass on the skeleton's queue, one key requeued after each pass.
 //!
-//! In shadow mode a pass logs what it would delete and reports nothing to `/debug/shadow`.
+//! In shadow mode a pass writes nothing: each pod it would force-delete stands in `/debug/shadow`
+//! (`shadow.rs`) until upstream's collector deletes it.
 #![forbid(unsafe_code)]
 
 mod controller;
@@ -24,6 +25,7 @@ mod decide;
 mod force_delete;
 mod metrics;
 mod quarantine;
+mod shadow;
 
 pub use controller::{
     CHECK_PERIOD, COMPONENT, DEFAULT_TERMINATED_THRESHOLD, Options, PodGarbageCollector, QUEUE_NAME, ROLE,

@@ -4,7 +4,10 @@
 
 mod diff;
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    time::Duration,
+};
 
 use parking_lot::Mutex;
 use serde::Serialize;
@@ -63,6 +66,22 @@ impl ShadowState {
         fingerprint: u64,
         differences: Vec<String>,
     ) -> Option<Duration> {
+        self.observe_after(controller, object, fingerprint, differences, Duration::ZERO)
+    }
+
+    /// [`Self::observe`] for a controller whose upstream counterpart may act up to `lag` later
+    /// than kcm-rs would for reasons of timing alone (the pod garbage collector's passes, which run
+    /// out of phase with upstream's): a disagreement stands for the settle time and `lag` before it
+    /// is reported.
+    pub fn observe_after(
+        &self,
+        controller: &str,
+        object: &str,
+        fingerprint: u64,
+        differences: Vec<String>,
+        lag: Duration,
+    ) -> Option<Duration> {
+        let settle = self.settle + lag;
         let key = (controller.to_owned(), object.to_owned());
         if differences.is_empty() {
             self.pending.lock().remove(&key);
@@ -81,8 +100,8 @@ impl ShadowState {
             };
         }
         let settled_for = p.since.elapsed();
-        if settled_for < self.settle {
-            return Some(self.settle - settled_for);
+        if settled_for < settle {
+            return Some(settle - settled_for);
         }
         drop(pending);
         let divergence = Divergence {
@@ -123,6 +142,15 @@ impl ShadowState {
         let key = (controller.to_owned(), object.to_owned());
         self.pending.lock().remove(&key);
         self.current.lock().remove(&key);
+    }
+
+    /// Forgets every object of `controller` that `keep` does not hold: for a controller that
+    /// decides over all its objects at once (the pod garbage collector's pass), those the latest
+    /// decision no longer holds anything against.
+    pub fn retain(&self, controller: &str, keep: &BTreeSet<String>) {
+        let stays = |(c, o): &(String, String)| c != controller || keep.contains(o);
+        self.pending.lock().retain(|k, _| stays(k));
+        self.current.lock().retain(|k, _| stays(k));
     }
 
     /// The divergences standing now.
@@ -172,5 +200,24 @@ mod tests {
         assert_eq!(reported.load(Ordering::SeqCst), 1, "reported once");
         s.observe("rs", "ns/a", 3, vec![]);
         assert!(s.current().is_empty(), "agreement clears it");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retain_forgets_only_the_controllers_objects_not_kept() {
+        let s = ShadowState::new(Duration::ZERO, |_| {});
+        let diff = || vec!["pod: kcm-rs would force-delete it".to_owned()];
+        for (controller, object) in [("podgc", "ns/a"), ("podgc", "ns/b"), ("gc", "ns/a")] {
+            s.observe(controller, object, 1, diff());
+        }
+        s.retain("podgc", &BTreeSet::from(["ns/b".to_owned()]));
+        let left: Vec<(String, String)> = s
+            .current()
+            .into_iter()
+            .map(|d| (d.controller, d.object))
+            .collect();
+        assert_eq!(
+            left,
+            [("gc".into(), "ns/a".into()), ("podgc".into(), "ns/b".into())]
+        );
     }
 }
