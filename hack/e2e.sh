@@ -45,8 +45,8 @@ kcm_rs_bin=${KCM_RS_BIN:-$root/target/debug/kcm-rs}
 # Every e2e/tests file with disruptive_* tests (they restart or switch control-plane components, so
 # their suite runs alone on its lane's control plane) must be in exactly one list: a file in none
 # fails the run instead of being skipped.
-e2e_suites=(informer_disruptive secure_serving replicaset deployment job shadow rbac leader_election
-  leader_election_load sharding layout_change shard_faults embedded ttl_after_finished cronjob
+e2e_suites=(informer_disruptive secure_serving replicaset deployment job shadow shadow_collectors rbac
+  leader_election leader_election_load sharding layout_change shard_faults embedded ttl_after_finished cronjob
   namespace_controller serviceaccount_controller garbage_collector pod_garbage_collector)
 # Randomized, with short seeds unless KCM_RS_SOAK_SECONDS / KCM_RS_RANDOM_SECONDS say otherwise.
 soak_suites=(replicaset_soak deployment_soak job_soak random_differential)
@@ -59,7 +59,7 @@ image_suites=(image static_pod)
 # without their builds.
 declare -A known_seconds=(
   [parallel]=305 [informer_disruptive]=35 [secure_serving]=117 [replicaset]=210 [deployment]=171
-  [job]=265 [shadow]=400 [rbac]=219 [leader_election]=63 [leader_election_load]=99 [sharding]=377
+  [job]=265 [shadow]=258 [shadow_collectors]=150 [rbac]=219 [leader_election]=63 [leader_election_load]=99 [sharding]=377
   [layout_change]=108 [shard_faults]=256 [embedded]=33 [ttl_after_finished]=63 [cronjob]=274
   [namespace_controller]=60 [serviceaccount_controller]=60 [garbage_collector]=105 [pod_garbage_collector]=235
   [replicaset_soak]=175 [deployment_soak]=88 [job_soak]=144 [random_differential]=224 [image]=21

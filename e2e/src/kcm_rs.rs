@@ -175,7 +175,7 @@ impl KcmRs {
         .await;
     }
 
-    /// Waits until `/readyz` answers 200: every controller it started has synced. The first
+    /// Waits until `/readyz` answers 200 "ok": every controller it started has synced. The first
     /// controller's "caches synced" line is too early a sign: the garbage collector's own monitors
     /// sync after it, and a scenario that deleted an owner then raced the collector's start-up (a
     /// dependent of a kind it had not yet watched was not orphaned). Fails if the process exits first.
@@ -190,7 +190,9 @@ impl KcmRs {
                 let log = self.log.clone();
                 async move {
                     let (code, body) = crate::serving::https_get(port, "/readyz", &Default::default());
-                    if code == 200 {
+                    // Not "ok (no controller running here: standby)", which it also answers in
+                    // the moment between serving and starting its controllers.
+                    if code == 200 && body.trim() == "ok" {
                         Ok(())
                     } else if !alive {
                         let text = std::fs::read_to_string(log).unwrap_or_default();

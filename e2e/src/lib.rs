@@ -20,6 +20,7 @@ pub mod random_differential;
 pub mod replicaset_scenarios;
 pub mod serviceaccount_scenarios;
 pub mod serving;
+pub mod shadow;
 mod shard_audit;
 pub mod shard_workloads;
 pub mod soak;

@@ -3,7 +3,7 @@
 //! live, [`decide`], and write. The graph says only which objects to look at and who depends on
 //! whom; every deletion is decided on what the API server answers.
 
-use std::time::Duration;
+use std::{hash::Hash, time::Duration};
 
 use futures::future::join_all;
 use informer::ObjectKey;
@@ -16,7 +16,7 @@ use crate::{
     graph::Node,
     identity::{FOREGROUND, Identity, ORPHAN, waits_with},
     operations::{drop_references, drop_references_merge, unblock, unblock_merge},
-    shadow,
+    shadow::{self, Path},
 };
 
 /// Why a look at an object ended without a write to wait for.
@@ -49,13 +49,13 @@ impl GarbageCollector {
         }
     }
 
-    /// Shadow mode: files what kcm-rs `would` write on `item` (or nothing), decided on what hashes
-    /// to `fingerprint`; the look ends waiting for it to settle, or done.
-    async fn file(&self, item: &Identity, fingerprint: u64, would: Option<String>) -> Lookup {
+    /// Shadow mode: files what kcm-rs `would` write on `item` (or nothing) for the worker on `path`,
+    /// decided on `inputs`; the look ends waiting for it to settle, or done.
+    async fn file(&self, item: &Identity, path: Path, would: Option<String>, inputs: impl Hash) -> Lookup {
         let Some(filings) = &self.shadow else {
             return Lookup::Done;
         };
-        match filings.observe(&self.client, item, fingerprint, would).await {
+        match filings.observe(&self.client, item, path, would, inputs).await {
             Some(after) => Lookup::Settle(after),
             None => Lookup::Done,
         }
@@ -71,7 +71,8 @@ impl GarbageCollector {
         let item = &node.identity;
         tracing::debug!(item = %item, virtual_ = node.virtual_, "processing item");
         if node.being_deleted && !node.deleting_dependents {
-            return Ok(Lookup::Done);
+            // Upstream leaves it too: whatever deletes it does the rest.
+            return Ok(self.file(item, Path::Delete, None, ()).await);
         }
         let mapping = self.ops.mapping(&item.api_version, &item.kind)?;
         if mapping.namespaced && !item.is_namespaced() {
@@ -87,13 +88,13 @@ impl GarbageCollector {
             self.found_gone(item.clone());
             return Ok(Lookup::Forget);
         }
-        let fingerprint = shadow::fingerprint(&latest.metadata.resource_version);
+        let finalizers = latest.metadata.finalizers.clone().unwrap_or_default();
         if node.deleting_dependents {
-            return self.finish_foreground(node, fingerprint).await;
+            return self.finish_foreground(node, &finalizers).await;
         }
         let refs = latest.metadata.owner_references.clone().unwrap_or_default();
         if refs.is_empty() {
-            return Ok(self.file(item, fingerprint, None).await);
+            return Ok(self.file(item, Path::Delete, None, ()).await);
         }
         let mut owners = Vec::with_capacity(refs.len());
         for r in refs.iter() {
@@ -111,14 +112,16 @@ impl GarbageCollector {
                 one_deletes_its_own: deps.is_some_and(|d| graph.nodes_of(d).any(|n| n.deleting_dependents)),
             }
         };
-        let finalizers = latest.metadata.finalizers.clone().unwrap_or_default();
         let rv = latest.metadata.resource_version.clone();
         let action = decide(&owners, dependents, &finalizers);
         if !matches!(action, Action::Keep) {
             tracing::info!(item = %item, ?action, "garbage collector acting on item");
         }
         if self.shadow.is_some() {
-            return Ok(self.file(item, fingerprint, shadow::would(&action)).await);
+            let inputs = (refs.iter().map(|r| &r.uid).collect::<Vec<_>>(), &finalizers);
+            return Ok(self
+                .file(item, Path::Delete, shadow::would(&action), inputs)
+                .await);
         }
         let gone = match action {
             Action::Keep => false,
@@ -187,7 +190,11 @@ impl GarbageCollector {
 
     /// An object deleted in the foreground: once no dependent blocks it, its finalizer goes; until
     /// then, its blocking dependents are looked at.
-    async fn finish_foreground(&self, node: &Node, fingerprint: u64) -> Result<Lookup, GcError> {
+    async fn finish_foreground(&self, node: &Node, finalizers: &[String]) -> Result<Lookup, GcError> {
+        if self.shadow.is_some() && !finalizers.iter().any(|f| f == FOREGROUND) {
+            // Upstream removed it: its removal of a finalizer already gone writes nothing.
+            return Ok(self.file(&node.identity, Path::Delete, None, ()).await);
+        }
         let blocking: Vec<(String, bool)> = self
             .graph
             .lock()
@@ -200,7 +207,9 @@ impl GarbageCollector {
             if self.shadow.is_some() {
                 let would =
                     format!("metadata.finalizers: kcm-rs would remove {FOREGROUND}: no dependent blocks it");
-                return Ok(self.file(&node.identity, fingerprint, Some(would)).await);
+                return Ok(self
+                    .file(&node.identity, Path::Delete, Some(would), finalizers)
+                    .await);
             }
             self.ops.remove_finalizer(&node.identity, FOREGROUND).await?;
             return Ok(Lookup::Done);
@@ -210,7 +219,7 @@ impl GarbageCollector {
                 self.delete_queue.add(ObjectKey::new(None, &uid));
             }
         }
-        Ok(self.file(&node.identity, fingerprint, None).await)
+        Ok(self.file(&node.identity, Path::Delete, None, ()).await)
     }
 
     /// An owner deleted with the orphan policy: its dependents lose their references to it, then it
@@ -232,15 +241,7 @@ impl GarbageCollector {
         };
         tracing::info!(owner = %owner, dependents = dependents.len(), "orphaning dependents");
         if self.shadow.is_some() {
-            let would = format!(
-                "metadata.finalizers: kcm-rs would orphan its {} dependents, then remove {ORPHAN}",
-                dependents.len()
-            );
-            let fingerprint = shadow::fingerprint((&owner.uid, dependents.len()));
-            return Ok(match self.file(&owner, fingerprint, Some(would)).await {
-                Lookup::Settle(after) => Some(after),
-                _ => None,
-            });
+            return self.orphan_shadowed(&owner, dependents.len()).await;
         }
         let owners = [owner.uid.clone()];
         let results = join_all(dependents.iter().map(|d| {
@@ -261,5 +262,34 @@ impl GarbageCollector {
             });
         }
         self.ops.remove_finalizer(&owner, ORPHAN).await.map(|()| None)
+    }
+
+    /// Shadow mode's look at an owner being orphaned: unlike upstream's worker, it reads the owner
+    /// live, since nothing else tells it that upstream's collector has already removed `orphan`.
+    async fn orphan_shadowed(
+        &self,
+        owner: &Identity,
+        dependents: usize,
+    ) -> Result<Option<Duration>, GcError> {
+        let live = self.ops.get(owner).await?;
+        let Some(live) = live.filter(|m| m.metadata.uid.as_deref() == Some(&owner.uid)) else {
+            self.forget_shadow(&owner.uid);
+            return Ok(None);
+        };
+        let finalizers = live.metadata.finalizers.unwrap_or_default();
+        let would = finalizers.iter().any(|f| f == ORPHAN).then(|| {
+            format!(
+                "metadata.finalizers: kcm-rs would orphan its {dependents} dependents, then remove {ORPHAN}"
+            )
+        });
+        Ok(
+            match self
+                .file(owner, Path::Orphan, would, (dependents, &finalizers))
+                .await
+            {
+                Lookup::Settle(after) => Some(after),
+                _ => None,
+            },
+        )
     }
 }

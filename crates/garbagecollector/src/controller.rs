@@ -22,7 +22,7 @@ use crate::{
     identity::Identity,
     monitors::{Monitors, deletable},
     operations::{Mapper, Operations},
-    shadow::Filings,
+    shadow::{Filings, Path},
 };
 
 /// KCM's name for the controller (`names.GarbageCollectorController`).
@@ -134,14 +134,31 @@ impl GarbageCollector {
                 () = cancel.cancelled() => return,
                 c = rx.recv() => match c { Some(c) => c, None => return },
             };
-            // A filing stands until its object goes: upstream's collector did what kcm-rs would.
-            if let (Some(filings), Change::Deleted(Observed { identity, .. }) | Change::FoundGone(identity)) =
-                (&self.shadow, &change)
-            {
-                filings.forget(&identity.uid);
+            if let Some(filings) = &self.shadow {
+                self.review_filing(filings, &change);
             }
             let effects = self.graph.lock().apply(change);
             self.enqueue(effects);
+        }
+    }
+
+    /// Shadow mode: a filing goes with its object (upstream's collector did what kcm-rs would), and
+    /// its worker looks again at any change of it (upstream dropped the references, or removed the
+    /// finalizer), which nothing else would have it do once the filing is reported.
+    fn review_filing(&self, filings: &Filings, change: &Change) {
+        match change {
+            Change::Deleted(Observed { identity, .. }) | Change::FoundGone(identity) => {
+                filings.forget(&identity.uid);
+            }
+            Change::Updated { new, .. } => {
+                let key = ObjectKey::new(None, &new.identity.uid);
+                match filings.filed_by(&new.identity.uid) {
+                    Some(Path::Delete) => self.delete_queue.add(key),
+                    Some(Path::Orphan) => self.orphan_queue.add(key),
+                    None => {}
+                }
+            }
+            Change::Added(_) => {}
         }
     }
 

@@ -24,12 +24,20 @@ use crate::{
     identity::Identity,
 };
 
+/// Which worker filed a disagreement: each clears only its own, since an owner being orphaned is
+/// also looked at by the deleting worker, which has nothing to say of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Path {
+    Delete,
+    Orphan,
+}
+
 /// The collector's filings with shadow mode's state.
 #[derive(Debug)]
 pub(crate) struct Filings {
     state: Arc<ShadowState>,
-    /// The object each filed UID stands under.
-    filed: Mutex<HashMap<String, String>>,
+    /// The object each filed UID stands under, and who filed it.
+    filed: Mutex<HashMap<String, (String, Path)>>,
 }
 
 impl Filings {
@@ -40,36 +48,53 @@ impl Filings {
         }
     }
 
-    /// Files what kcm-rs `would` write on `item`, decided on what hashes to `fingerprint` (`None`:
-    /// nothing, which clears a filing). Returns when to look again for it to settle. In a namespace
+    /// Files what kcm-rs `would` write on `item` (`None`: nothing, which clears `path`'s filing),
+    /// decided on `inputs`: the parts of the object the decision read. Not its resourceVersion, which
+    /// a status write or a Lease renewal moves without changing the decision, and which would keep a
+    /// busy object from ever settling. Returns when to look again for it to settle. In a namespace
     /// being deleted nothing is held against anything: the namespace controller deletes there too.
     pub(crate) async fn observe(
         &self,
         client: &Client,
         item: &Identity,
-        fingerprint: u64,
+        path: Path,
         would: Option<String>,
+        inputs: impl Hash,
     ) -> Option<Duration> {
-        let object = object(item);
-        let differences = Vec::from_iter(would);
-        if !differences.is_empty()
-            && item.is_namespaced()
-            && namespace_terminating(client, &item.namespace).await
-        {
+        let Some(line) = would else {
+            self.clear(&item.uid, path);
+            return None;
+        };
+        if item.is_namespaced() && namespace_terminating(client, &item.namespace).await {
             self.forget(&item.uid);
             return None;
         }
-        if differences.is_empty() {
-            self.filed.lock().remove(&item.uid);
-        } else {
-            self.filed.lock().insert(item.uid.clone(), object.clone());
-        }
-        self.state.observe(COMPONENT, &object, fingerprint, differences)
+        let fingerprint = fingerprint((&line, inputs));
+        let object = object(item);
+        self.filed.lock().insert(item.uid.clone(), (object.clone(), path));
+        self.state.observe(COMPONENT, &object, fingerprint, vec![line])
     }
 
-    /// Forgets the object with this UID: gone, or no longer the collector's.
+    /// Who filed a disagreement about the object with this UID, if anyone did.
+    pub(crate) fn filed_by(&self, uid: &str) -> Option<Path> {
+        self.filed.lock().get(uid).map(|(_, path)| *path)
+    }
+
+    /// Clears `path`'s filing for the UID; another worker's stays.
+    fn clear(&self, uid: &str, path: Path) {
+        if self.filed_by(uid) == Some(path) {
+            self.forget(uid);
+        }
+    }
+
+    /// Forgets the object with this UID: gone, or no longer the collector's. An object made again
+    /// under the name keeps its own filing.
     pub(crate) fn forget(&self, uid: &str) {
-        if let Some(object) = self.filed.lock().remove(uid) {
+        let mut filed = self.filed.lock();
+        let Some((object, _)) = filed.remove(uid) else {
+            return;
+        };
+        if !filed.values().any(|(o, _)| *o == object) {
             self.state.forget(COMPONENT, &object);
         }
     }
@@ -86,9 +111,7 @@ fn object(item: &Identity) -> String {
     format!("{name} ({} {})", item.api_version, item.kind)
 }
 
-/// A fingerprint of what a decision was made on: the object's resourceVersion, or for an owner
-/// being orphaned (read from the graph, not live) its UID and how many dependents it has.
-pub(crate) fn fingerprint(parts: impl Hash) -> u64 {
+fn fingerprint(parts: impl Hash) -> u64 {
     let mut h = DefaultHasher::new();
     parts.hash(&mut h);
     h.finish()
@@ -150,14 +173,37 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_filing_is_forgotten_by_uid() {
+    async fn a_filing_is_forgotten_by_uid_and_cleared_only_by_its_worker() {
         let state = Arc::new(ShadowState::new(Duration::ZERO, |_| {}));
         let filings = Filings::new(state.clone());
         let client = testing::ApiServer::new().client();
-        let line = would(&Action::Delete(Policy::Background));
-        filings.observe(&client, &item(""), 1, line).await;
+        let line = || would(&Action::Delete(Policy::Background));
+        filings
+            .observe(&client, &item(""), Path::Orphan, line(), ())
+            .await;
         assert_eq!(state.current().len(), 1);
+        filings.observe(&client, &item(""), Path::Delete, None, ()).await;
+        assert_eq!(
+            state.current().len(),
+            1,
+            "the deleting worker leaves the orphaning one's"
+        );
+        filings.observe(&client, &item(""), Path::Orphan, None, ()).await;
+        assert!(state.current().is_empty());
+
+        filings
+            .observe(&client, &item(""), Path::Delete, line(), ())
+            .await;
+        let mut again = item("");
+        again.uid = "u2".into();
+        filings.observe(&client, &again, Path::Delete, line(), ()).await;
         filings.forget("u1");
+        assert_eq!(
+            state.current().len(),
+            1,
+            "the object made again under the name stays"
+        );
+        filings.forget("u2");
         assert!(state.current().is_empty());
     }
 }

@@ -19,11 +19,11 @@ use k8s_openapi::api::core::v1::Node;
 use kube::{Api, Client};
 
 use crate::{
-    decide::{NodeState, Reason, decide, node_name, orphans},
+    decide::{NodeState, Reason, decide, node_name, orphans, pod_key},
     force_delete::{Disruption, NODE_GONE, force_delete},
     metrics::PodGcMetrics,
     quarantine::Quarantine,
-    shadow::{Would, key},
+    shadow::{GoneNodes, Would},
 };
 
 /// KCM's name for the controller (`names.PodGarbageCollectorController`).
@@ -73,6 +73,8 @@ pub struct PodGarbageCollector {
     clock: Arc<dyn Clock>,
     /// Set in shadow mode: a pass files what it would delete there ([`Would`]), and writes nothing.
     shadow: Option<Arc<ShadowState>>,
+    /// Shadow mode's memory of the nodes found gone.
+    gone_nodes: GoneNodes,
 }
 
 impl std::fmt::Debug for PodGarbageCollector {
@@ -119,6 +121,7 @@ impl PodGarbageCollector {
             quarantine: Quarantine::new(cx.metrics),
             clock: Arc::new(SystemClock),
             shadow,
+            gone_nodes: GoneNodes::default(),
         }
     }
 
@@ -142,13 +145,16 @@ impl PodGarbageCollector {
             let node = node_name(pod).unwrap_or_default();
             if !nodes.contains_key(node) {
                 // Upstream looks up the node of every terminating pod and logs each it cannot find.
-                tracing::error!(pod = %key(pod), node, "failed to get node: not found");
+                tracing::error!(pod = %pod_key(pod), node, "failed to get node: not found");
             }
         }
         self.collect(&plan.out_of_service, Reason::OutOfService, None, &mut would)
             .await;
         self.quarantine.add(&plan.missing_nodes);
-        let gone = self.deleted_nodes(self.quarantine.take_ready(), &nodes).await;
+        let mut gone = self.deleted_nodes(self.quarantine.take_ready(), &nodes).await;
+        if self.shadow.is_some() {
+            gone = self.gone_nodes.remember(gone, &nodes);
+        }
         for pod in orphans(&pods, &gone) {
             self.collect(
                 std::slice::from_ref(&pod),
@@ -212,14 +218,14 @@ impl PodGarbageCollector {
         };
         let results = join_all(pods.iter().map(|pod| async move {
             match reason {
-                Reason::Orphaned => tracing::info!(pod = %key(pod), node = node_name(pod),
+                Reason::Orphaned => tracing::info!(pod = %pod_key(pod), node = node_name(pod),
                     "found orphaned pod assigned to the node, deleting"),
-                Reason::Unscheduled => tracing::info!(pod = %key(pod),
+                Reason::Unscheduled => tracing::info!(pod = %pod_key(pod),
                     "found unscheduled terminating pod not assigned to any node, deleting"),
                 Reason::OutOfService => count(pod),
                 Reason::Terminated => {}
             }
-            tracing::info!(pod = %key(pod), "PodGC is force deleting Pod");
+            tracing::info!(pod = %pod_key(pod), "PodGC is force deleting Pod");
             (pod, force_delete(&self.client, pod, condition, now).await)
         }))
         .await;
@@ -229,7 +235,7 @@ impl PodGarbageCollector {
             }
             match result {
                 Ok(()) if reason == Reason::Orphaned || reason == Reason::Unscheduled => {
-                    tracing::info!(pod = %key(pod), reason = reason.label(), "forced deletion of pod succeeded");
+                    tracing::info!(pod = %pod_key(pod), reason = reason.label(), "forced deletion of pod succeeded");
                 }
                 Ok(()) => {}
                 Err(e) => self.failed(pod, reason, &e),
@@ -240,7 +246,7 @@ impl PodGarbageCollector {
     fn failed(&self, pod: &Pod, reason: Reason, e: &ControlError) {
         let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
         self.options.metrics.force_delete_error(ns, reason.label());
-        tracing::error!(pod = %key(pod), reason = reason.label(), "failed to force-delete pod: {e}");
+        tracing::error!(pod = %pod_key(pod), reason = reason.label(), "failed to force-delete pod: {e}");
     }
 }
 

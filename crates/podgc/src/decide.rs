@@ -127,6 +127,15 @@ pub fn orphans(pods: &[Arc<Pod>], gone: &BTreeSet<String>) -> Vec<Arc<Pod>> {
         .collect()
 }
 
+/// `namespace/name`, as the controller's logs and `/debug/shadow` name a pod.
+pub(crate) fn pod_key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
 /// The node a pod is bound to; `None` for none or an empty name.
 pub(crate) fn node_name(pod: &Pod) -> Option<&str> {
     pod.spec
