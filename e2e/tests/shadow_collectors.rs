@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcm_rs_e2e::{
-    Mode, ModeGuard, TestNamespace, gc_scenarios, podgc_scenarios,
+    Cluster, Mode, ModeGuard, TestNamespace, gc_scenarios, podgc_scenarios,
     shadow::{Report, SETTLE, assert_no_divergence, assert_reported, reference_cluster, start_shadow},
 };
 use kube::api::PostParams;
@@ -21,10 +21,13 @@ use serde_json::json;
 /// orders them).
 #[tokio::test]
 async fn disruptive_shadow_garbage_collectors_agree_with_upstream() {
+    // The Widgets first: the switch to reference mode then restarts upstream's collector, which
+    // watches them from its start as kcm-rs's does. Installed after it, they would wait for its next
+    // discovery (every 30 s), and kcm-rs would decide on them first: a disagreement of timing.
+    gc_scenarios::install_widgets(&Cluster::connect().await).await;
     let (cluster, kubeconfig) = reference_cluster().await;
     cluster.apply_deploy_file("garbage-collector-controller.yaml");
     cluster.apply_deploy_file("pod-garbage-collector-controller.yaml");
-    gc_scenarios::install_widgets(&cluster).await;
     let both = "--controllers=garbage-collector-controller,pod-garbage-collector-controller";
     let shadow = start_shadow(
         &cluster,

@@ -282,14 +282,14 @@ impl GarbageCollector {
                 "metadata.finalizers: kcm-rs would orphan its {dependents} dependents, then remove {ORPHAN}"
             )
         });
-        Ok(
-            match self
-                .file(owner, Path::Orphan, would, (dependents, &finalizers))
-                .await
-            {
-                Lookup::Settle(after) => Some(after),
-                _ => None,
-            },
-        )
+        let filed = self.file(owner, Path::Orphan, would, (dependents, &finalizers));
+        Ok(match filed.await {
+            Lookup::Settle(after) => Some(after),
+            Lookup::Done | Lookup::Forget => None,
+        })
     }
 }
+
+#[cfg(test)]
+#[path = "collect_tests.rs"]
+mod tests;

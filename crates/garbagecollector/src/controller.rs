@@ -54,7 +54,7 @@ pub struct GarbageCollector {
     /// Taken by the graph task when the controller starts.
     receiver: Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
     pub(crate) ops: Operations,
-    mapper: Mapper,
+    pub(crate) mapper: Mapper,
     pub(crate) client: Client,
     recorder: EventRecorder,
     /// Set once the first monitors have synced, or [`SYNC_PERIOD`] after start (`initial_sync`).
@@ -145,7 +145,7 @@ impl GarbageCollector {
     /// Shadow mode: a filing goes with its object (upstream's collector did what kcm-rs would), and
     /// its worker looks again at any change of it (upstream dropped the references, or removed the
     /// finalizer), which nothing else would have it do once the filing is reported.
-    fn review_filing(&self, filings: &Filings, change: &Change) {
+    pub(crate) fn review_filing(&self, filings: &Filings, change: &Change) {
         match change {
             Change::Deleted(Observed { identity, .. }) | Change::FoundGone(identity) => {
                 filings.forget(&identity.uid);
