@@ -20,6 +20,8 @@ pub async fn reference_cluster() -> (Cluster, PathBuf) {
     (cluster, kubeconfig)
 }
 
+/// kcm-rs in shadow mode (`args` say so) as the shadow ServiceAccount of `kubeconfig`, once every
+/// controller it runs has synced.
 pub async fn start_shadow(cluster: &Cluster, name: &str, args: &[&str], kubeconfig: PathBuf) -> KcmRs {
     let shadow = KcmRs::spawn(cluster, name, args, Some(kubeconfig));
     shadow.wait_ready().await;
