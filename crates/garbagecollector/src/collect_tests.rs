@@ -67,6 +67,23 @@ fn deleting(name: &str, uid: &str, finalizers: &[&str]) -> Change {
     })
 }
 
+/// Another finalizer than the collector's, which keeps the owner after upstream removed its own.
+const HOLD: &str = "example.com/hold";
+const DELETED_AT: &str = "2026-11-30T00:00:00Z";
+
+/// The owner `u1`, being deleted and held by `finalizer` and [`HOLD`], in the server and the graph.
+fn owner_being_deleted(server: &ApiServer, gc: &GarbageCollector, finalizer: &str) {
+    let meta = json!({"deletionTimestamp": DELETED_AT, "finalizers": [HOLD, finalizer]});
+    server.insert(&config_map("owner", "u1", meta));
+    gc.graph.lock().apply(deleting("owner", "u1", &[HOLD, finalizer]));
+}
+
+/// Upstream's collector removed its finalizer from the owner; [`HOLD`] keeps it.
+fn finalizer_removed(server: &ApiServer) {
+    let meta = json!({"deletionTimestamp": DELETED_AT, "finalizers": [HOLD], "resourceVersion": "2"});
+    server.insert(&config_map("owner", "u1", meta));
+}
+
 fn reported(state: &ShadowState) -> Vec<String> {
     state
         .current()
@@ -95,14 +112,10 @@ async fn a_dependent_of_a_missing_owner_stands_until_upstream_deletes_it() {
         reported(&state),
         ["ns/a (v1 ConfigMap): kcm-rs would delete it (background propagation): no owner holds it"]
     );
-    let filings = gc.shadow.as_ref().unwrap();
-    gc.review_filing(
-        filings,
-        &Change::Deleted(Observed {
-            identity: identity("a", "u1"),
-            ..Observed::default()
-        }),
-    );
+    gc.review_filing(&Change::Deleted(Observed {
+        identity: identity("a", "u1"),
+        ..Observed::default()
+    }));
     assert!(reported(&state).is_empty(), "upstream deleted it");
 }
 
@@ -110,12 +123,7 @@ async fn a_dependent_of_a_missing_owner_stands_until_upstream_deletes_it() {
 async fn a_foreground_finalizer_upstream_removed_is_not_filed_again() {
     let server = ApiServer::new();
     let (gc, state) = shadowed(&server);
-    let held =
-        json!({"deletionTimestamp": "2026-11-30T00:00:00Z", "finalizers": ["example.com/hold", FOREGROUND]});
-    server.insert(&config_map("owner", "u1", held));
-    gc.graph
-        .lock()
-        .apply(deleting("owner", "u1", &["example.com/hold", FOREGROUND]));
+    owner_being_deleted(&server, &gc, FOREGROUND);
     gc.attempt_to_delete("u1").await.unwrap();
     assert_eq!(
         reported(&state),
@@ -123,9 +131,7 @@ async fn a_foreground_finalizer_upstream_removed_is_not_filed_again() {
             "ns/owner (v1 ConfigMap): metadata.finalizers: kcm-rs would remove foregroundDeletion: no dependent blocks it"
         ]
     );
-    // Upstream removed it; another finalizer keeps the object.
-    let released = json!({"deletionTimestamp": "2026-11-30T00:00:00Z", "finalizers": ["example.com/hold"], "resourceVersion": "2"});
-    server.insert(&config_map("owner", "u1", released));
+    finalizer_removed(&server);
     gc.attempt_to_delete("u1").await.unwrap();
     assert!(reported(&state).is_empty());
 }
@@ -134,12 +140,7 @@ async fn a_foreground_finalizer_upstream_removed_is_not_filed_again() {
 async fn an_orphan_finalizer_upstream_removed_clears_the_filing() {
     let server = ApiServer::new();
     let (gc, state) = shadowed(&server);
-    let orphaning =
-        json!({"deletionTimestamp": "2026-11-30T00:00:00Z", "finalizers": ["example.com/hold", ORPHAN]});
-    server.insert(&config_map("owner", "u1", orphaning));
-    gc.graph
-        .lock()
-        .apply(deleting("owner", "u1", &["example.com/hold", ORPHAN]));
+    owner_being_deleted(&server, &gc, ORPHAN);
     gc.attempt_to_orphan("u1").await.unwrap();
     assert_eq!(
         reported(&state),
@@ -150,8 +151,7 @@ async fn an_orphan_finalizer_upstream_removed_clears_the_filing() {
     // The deleting worker has nothing to say of an owner being orphaned, and leaves the filing.
     gc.attempt_to_delete("u1").await.unwrap();
     assert_eq!(reported(&state).len(), 1);
-    let released = json!({"deletionTimestamp": "2026-11-30T00:00:00Z", "finalizers": ["example.com/hold"], "resourceVersion": "2"});
-    server.insert(&config_map("owner", "u1", released));
+    finalizer_removed(&server);
     gc.attempt_to_orphan("u1").await.unwrap();
     assert!(reported(&state).is_empty());
 }

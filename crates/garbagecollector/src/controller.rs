@@ -134,9 +134,7 @@ impl GarbageCollector {
                 () = cancel.cancelled() => return,
                 c = rx.recv() => match c { Some(c) => c, None => return },
             };
-            if let Some(filings) = &self.shadow {
-                self.review_filing(filings, &change);
-            }
+            self.review_filing(&change);
             let effects = self.graph.lock().apply(change);
             self.enqueue(effects);
         }
@@ -145,7 +143,10 @@ impl GarbageCollector {
     /// Shadow mode: a filing goes with its object (upstream's collector did what kcm-rs would), and
     /// its worker looks again at any change of it (upstream dropped the references, or removed the
     /// finalizer), which nothing else would have it do once the filing is reported.
-    pub(crate) fn review_filing(&self, filings: &Filings, change: &Change) {
+    pub(crate) fn review_filing(&self, change: &Change) {
+        let Some(filings) = &self.shadow else {
+            return;
+        };
         match change {
             Change::Deleted(Observed { identity, .. }) | Change::FoundGone(identity) => {
                 filings.forget(&identity.uid);
