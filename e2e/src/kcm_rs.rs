@@ -6,7 +6,7 @@ use std::{
     time::Duration,
 };
 
-use crate::{Cluster, wait_for};
+use crate::{Cluster, free_port, wait_for};
 
 /// How long kcm-rs may take from start to `/readyz` answering 200.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -297,7 +297,6 @@ impl Drop for KcmRs {
     }
 }
 
-/// A free loopback port.
 /// The kcm-rs binary under test: `KCM_RS_BIN`, else the debug build.
 fn binary() -> PathBuf {
     let bin = std::env::var_os("KCM_RS_BIN").map_or_else(
@@ -310,11 +309,4 @@ fn binary() -> PathBuf {
         bin.display()
     );
     bin
-}
-
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }

@@ -16,6 +16,7 @@ pub mod namespace_scenarios;
 pub mod podgc_scenarios;
 pub mod podman;
 pub mod pods;
+mod port;
 pub mod random_differential;
 pub mod replicaset_scenarios;
 pub mod serviceaccount_scenarios;
@@ -29,8 +30,9 @@ mod wait;
 
 pub use cluster::{Cluster, Mode, ModeGuard};
 pub use counting::{RequestCounter, counting_client};
-pub use kcm_rs::{KcmRs, free_port};
+pub use kcm_rs::KcmRs;
 pub use namespace::{Observed, TestNamespace, with_namespace};
+pub use port::free_port;
 pub use shard_audit::{
     AuditSummary, check_writes_within_terms, check_writes_within_terms_or_unfenced, creates_in, lost_creates,
     timed_out_creates,
