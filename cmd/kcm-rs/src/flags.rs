@@ -350,13 +350,10 @@ pub fn secure_port(s: &str) -> Result<u16, String> {
 /// A pflag `Float32` (`strconv.ParseFloat(s, 32)`): any number a 32-bit float holds, infinities and
 /// NaN included, and nothing beyond its range.
 fn float32(s: &str) -> Result<f64, String> {
-    #[expect(
-        clippy::cast_possible_truncation,
-        reason = "rounding to the nearest 32-bit float is what pflag's Float32 does"
-    )]
-    let rounded = s.parse::<f64>().map(|n| (n, n as f32));
-    match rounded {
-        Ok((n, f)) if f.is_finite() || !n.is_finite() => Ok(f64::from(f)),
+    // Read straight as a 32-bit float, rounded once as pflag's `strconv.ParseFloat(s, 32)` rounds;
+    // a finite number beyond its range is Go's range error, where Rust would give an infinity.
+    match (s.parse::<f32>(), s.parse::<f64>()) {
+        (Ok(f), Ok(n)) if f.is_finite() || !n.is_finite() => Ok(f64::from(f)),
         _ => Err(format!("must be a 32-bit float, not {s:?}")),
     }
 }

@@ -138,6 +138,10 @@ fn bad_values_name_the_flag() {
     assert!(err.contains("--concurrent-replicaset-syncs"), "{err}");
     let err = parse(&["--kube-api-qps=1e39"]).unwrap_err();
     assert!(err.contains("--kube-api-qps"), "{err}");
+    // Just above halfway between 1 and the next float32: rounded once, as Go's ParseFloat(s, 32),
+    // it is that next float; rounded to a float64 first, it would be the halfway point, then 1.
+    let a = parse(&["--kube-api-qps=1.00000005960464477539062500001"]).unwrap();
+    assert_eq!(a.kube_api_qps, f64::from(1.0000001_f32));
     let err = parse(&["--kube-api-burst=2147483648"]).unwrap_err();
     assert!(err.contains("--kube-api-burst"), "{err}");
     let a = parse(&["--leader-elect=false", "--namespace=a", "--namespace=b"]).unwrap();
