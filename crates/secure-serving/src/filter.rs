@@ -3,7 +3,10 @@
 //! Refusals are the API server's: 401 and 403 answer a `Status` object as JSON with the same
 //! reason and message (`forbidden: User "system:anonymous" cannot get path "/metrics"`), a failed
 //! access review answers 500 in plain text. Refusals are logged at verbosity 2 with the user and
-//! path, never the credentials.
+//! path, never the credentials. Every answer that passes through the filter, refusals included,
+//! says `Cache-Control: no-cache, private` unless its handler said otherwise, as the controller
+//! managers' handler chain does (k8s.io/apiserver `WithCacheControl`, in controller-manager's
+//! `BuildHandlerChain`): what they serve is behind authentication, so no cache may keep it.
 
 use std::sync::Arc;
 
@@ -27,8 +30,21 @@ pub struct Guard {
     pub authorizer: Authorizer,
 }
 
+/// What the answers say of caching (k8s.io/apiserver `WithCacheControl`).
+const CACHE_CONTROL: &str = "no-cache, private";
+
 /// The middleware: `axum::middleware::from_fn_with_state(guard, filter)`.
 pub async fn filter(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
+    let mut answer = guarded(&guard, req, next).await;
+    answer
+        .headers_mut()
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static(CACHE_CONTROL));
+    answer
+}
+
+/// Authenticates, authorizes, then runs the route, or refuses.
+async fn guarded(guard: &Guard, req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
     let peer = req.extensions().get::<PeerCertificates>();
     let user = match guard

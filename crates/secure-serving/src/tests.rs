@@ -158,6 +158,13 @@ impl Fixture {
             req.extensions_mut().insert(PeerCertificates(Arc::new(vec![c])));
         }
         let resp = self.app.clone().oneshot(req).await.unwrap();
+        assert_eq!(
+            resp.headers()
+                .get(http::header::CACHE_CONTROL)
+                .map(|v| v.as_bytes()),
+            Some(&b"no-cache, private"[..]),
+            "every answer, refusals included, forbids caching: {path}"
+        );
         let status = resp.status();
         let body = resp.into_body().collect().await.unwrap().to_bytes();
         (status, String::from_utf8_lossy(&body).into_owned())
