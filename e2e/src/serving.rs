@@ -41,6 +41,9 @@ impl UpstreamKcm {
                 "--bind-address=127.0.0.1".into(),
                 format!("--secure-port={port}"),
                 "--controllers=bootstrap-signer-controller".into(),
+                // As the harness runs kcm-rs, so that /configz can be compared.
+                "--kube-api-qps=100".into(),
+                "--kube-api-burst=200".into(),
             ])
             .stdout(log.try_clone().expect("log"))
             .stderr(log)

@@ -173,6 +173,7 @@ async fn disruptive_serves_like_upstream_kcm_and_keeps_reconciling() {
             ),
             // The z-pages (KCM 1.36: ComponentFlagz, ComponentStatusz, beta and on) need the right too.
             ("no credentials, flagz", "/flagz", Creds::default(), 403),
+            ("no credentials, configz", "/configz", Creds::default(), 403),
             (
                 "token with the metrics role, statusz",
                 "/statusz",
@@ -373,6 +374,55 @@ async fn disruptive_serves_like_upstream_kcm_and_keeps_reconciling() {
             "the typed objects' fields, upstream's then kcm-rs's"
         );
 
+        // /configz: KCM's configuration object, of which kcm-rs serves the generic section and its
+        // own controllers' sections, every field named and written as KCM's. The two run different
+        // controllers and, by default, different Leases; every other value is the same.
+        let mut configz = Vec::new();
+        for (who, port) in [("kube-controller-manager", upstream.port), ("kcm-rs", kcm.port)] {
+            let (code, content_type, body) = https_get_accepting(port, "/configz", &admin_creds, "*/*");
+            let object: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            assert!(
+                code == 200 && content_type == "application/json" && object.is_object(),
+                "{who} /configz: {code} {content_type}\n{body}"
+            );
+            configz.push(object);
+        }
+        let name = "kubecontrollermanager.config.k8s.io";
+        let mut sections: Vec<&str> = configz[1][name]
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        sections.sort_unstable();
+        let mut want = [
+            "kind",
+            "apiVersion",
+            "Generic",
+            "DeploymentController",
+            "GarbageCollectorController",
+            "JobController",
+            "CronJobController",
+            "NamespaceController",
+            "PodGCController",
+            "ReplicaSetController",
+            "ReplicationController",
+            "TTLAfterFinishedController",
+        ];
+        want.sort_unstable();
+        // (Their order, KCM's, is the unit tests' to check: serde_json's maps here sort their keys.)
+        assert_eq!(sections, want, "kcm-rs's /configz sections");
+        let mut differences = Vec::new();
+        leaf_differences(&configz[1], &configz[0], "", 0, &mut differences);
+        let expected = [
+            format!("/{name}/Generic/Controllers:"),
+            format!("/{name}/Generic/LeaderElection/resourceName:"),
+        ];
+        differences.retain(|d| !expected.iter().any(|path| d.starts_with(path)));
+        assert!(
+            differences.is_empty(),
+            "kcm-rs's /configz against upstream's:\n{}",
+            differences.join("\n")
+        );
+
         // /healthz as k8s.io/apiserver's handler answers it, and its SLIs at /metrics/slis. The two
         // run different controllers, so the checks' names differ; the shapes must not.
         for port in [upstream.port, kcm.port] {
@@ -535,4 +585,48 @@ fn pprof_top(dir: &std::path::Path, who: &str, port: u16, profile: &str, token: 
         file.display()
     );
     text
+}
+
+/// Where `ours` differs from `theirs`, one line per field (`/path: upstream X, kcm-rs Y`). Every
+/// field of `ours` must be in `theirs`; below `depth` 2, inside a section, the other way round too
+/// (kcm-rs leaves out whole sections, never a section's field). Arrays are compared whole, as sets
+/// where the order is a Go map's (the garbage collector's ignored resources).
+fn leaf_differences(
+    ours: &serde_json::Value,
+    theirs: &serde_json::Value,
+    path: &str,
+    depth: usize,
+    out: &mut Vec<String>,
+) {
+    use serde_json::Value;
+    match (ours, theirs) {
+        (Value::Object(o), Value::Object(t)) => {
+            for (key, value) in o {
+                let at = format!("{path}/{key}");
+                match t.get(key) {
+                    Some(theirs) => leaf_differences(value, theirs, &at, depth + 1, out),
+                    None => out.push(format!("{at}: upstream has no such field, kcm-rs {value}")),
+                }
+            }
+            if depth >= 2 {
+                for (key, value) in t.iter().filter(|(key, _)| !o.contains_key(*key)) {
+                    out.push(format!(
+                        "{path}/{key}: upstream {value}, kcm-rs has no such field"
+                    ));
+                }
+            }
+        }
+        (Value::Array(o), Value::Array(t)) if path.ends_with("/GCIgnoredResources") => {
+            let sorted = |a: &Vec<Value>| {
+                let mut a: Vec<String> = a.iter().map(Value::to_string).collect();
+                a.sort();
+                a
+            };
+            if sorted(o) != sorted(t) {
+                out.push(format!("{path}: upstream {theirs}, kcm-rs {ours}"));
+            }
+        }
+        _ if ours != theirs => out.push(format!("{path}: upstream {theirs}, kcm-rs {ours}")),
+        _ => {}
+    }
 }

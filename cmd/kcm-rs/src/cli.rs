@@ -148,6 +148,7 @@ async fn run(args: Args, verbosity: Arc<Verbosity>) -> anyhow::Result<ExitCode> 
         profiling: args.profiling,
         verbosity: args.profiling.then_some(verbosity),
         flags: args.flag_values.clone(),
+        configz: crate::configz::answer(&args),
         started,
     };
     let server = serve(&args, &delegation, endpoints, &server_cancel).await?;

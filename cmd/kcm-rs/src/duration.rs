@@ -3,6 +3,9 @@
 //! Parsed in integer nanoseconds as Go does, so that the range is Go's (at most 2562047h47m16.854775807s)
 //! and a value beyond it is an error, never a float overflow. Negative durations, which Go accepts,
 //! are refused: no kcm-rs flag means anything by them.
+//!
+//! [`go_string`] writes a duration back as Go's `time.Duration.String` does (`12h0m0s`, `1.5s`,
+//! `500ms`), which is how KCM's `/configz` shows its durations (`metav1.Duration` marshals so).
 
 use std::time::Duration;
 
@@ -111,6 +114,43 @@ fn unit_nanos(unit: &str) -> Option<u64> {
     })
 }
 
+/// A duration as Go's `time.Duration.String` writes it: `0s`; below a second, in the largest of
+/// `ns`, `µs` and `ms` that fits, with a fraction; otherwise hours, minutes and seconds, the larger
+/// units only when not zero (`1h0m0s`, `2m30s`, `15s`, `1.5s`). Beyond Go's range: Go's largest.
+pub fn go_string(d: Duration) -> String {
+    let nanos = u64::try_from(d.as_nanos()).map_or(MAX_NANOS, |n| n.min(MAX_NANOS));
+    if nanos == 0 {
+        return "0s".to_owned();
+    }
+    if nanos < 1_000 {
+        return format!("{nanos}ns");
+    }
+    if nanos < 1_000_000 {
+        return format!("{}µs", decimal(nanos, 3));
+    }
+    if nanos < 1_000_000_000 {
+        return format!("{}ms", decimal(nanos, 6));
+    }
+    let seconds = decimal(nanos % 60_000_000_000, 9);
+    let minutes = nanos / 60_000_000_000;
+    match (minutes / 60, minutes % 60) {
+        (0, 0) => format!("{seconds}s"),
+        (0, m) => format!("{m}m{seconds}s"),
+        (h, m) => format!("{h}h{m}m{seconds}s"),
+    }
+}
+
+/// `value / 10^places`, with the fraction's trailing zeros (and a bare point) left out.
+fn decimal(value: u64, places: u32) -> String {
+    let unit = 10u64.pow(places);
+    let (whole, fraction) = (value / unit, value % unit);
+    if fraction == 0 {
+        return whole.to_string();
+    }
+    let digits = format!("{fraction:0width$}", width = places as usize);
+    format!("{whole}.{}", digits.trim_end_matches('0'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,5 +197,35 @@ mod tests {
             assert_eq!(go_duration(s), Err(DurationError::Invalid(s.into())), "{s}");
         }
         assert_eq!(go_duration("-1s"), Err(DurationError::Negative("-1s".into())));
+    }
+
+    #[test]
+    fn written_as_go_writes_them() {
+        for (d, want) in [
+            (Duration::ZERO, "0s"),
+            (Duration::from_nanos(1), "1ns"),
+            (Duration::from_nanos(1_500), "1.5µs"),
+            (Duration::from_millis(500), "500ms"),
+            (Duration::from_nanos(1_000_001), "1.000001ms"),
+            (Duration::from_secs(2), "2s"),
+            (Duration::from_millis(1_500), "1.5s"),
+            (Duration::from_secs(90), "1m30s"),
+            (Duration::from_secs(300), "5m0s"),
+            (Duration::from_secs(12 * 3600), "12h0m0s"),
+            (Duration::new(3_601, 1), "1h0m1.000000001s"),
+            (Duration::from_nanos(MAX_NANOS), "2562047h47m16.854775807s"),
+            (Duration::MAX, "2562047h47m16.854775807s"),
+        ] {
+            assert_eq!(go_string(d), want, "{d:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// What `go_string` writes, `go_duration` reads back to the same duration.
+        #[test]
+        fn written_durations_read_back(nanos in 0..=MAX_NANOS) {
+            let d = Duration::from_nanos(nanos);
+            proptest::prop_assert_eq!(go_duration(&go_string(d)), Ok(d));
+        }
     }
 }

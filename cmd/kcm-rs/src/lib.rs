@@ -15,6 +15,7 @@
 #[doc(hidden)]
 pub mod cli;
 mod client;
+mod configz;
 mod connect_timeout;
 mod controllers;
 mod duration;
@@ -22,6 +23,7 @@ mod edit;
 mod embed;
 mod flags;
 mod go_int;
+mod go_json;
 mod guard;
 mod healthz;
 mod job_metrics;

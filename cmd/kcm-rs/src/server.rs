@@ -1,5 +1,5 @@
-//! /metrics, /debug/shadow, /debug/shards, the profiles, the health endpoints (`crate::healthz`) and
-//! the z-pages (`crate::zpages`),
+//! /metrics, /debug/shadow, /debug/shards, the profiles, the health endpoints (`crate::healthz`),
+//! the z-pages (`crate::zpages`) and /configz (`crate::configz`),
 //! routed by axum and served by `secure_serving` over HTTPS behind delegated authentication and
 //! authorization.
 
@@ -37,12 +37,16 @@ pub struct Endpoints {
     pub verbosity: Option<Arc<crate::verbosity::Verbosity>>,
     /// What `/flagz` lists (`Args::flag_values`).
     pub flags: BTreeMap<String, String>,
+    /// What `/configz` answers (`crate::configz::answer`).
+    pub configz: Result<axum::body::Bytes, String>,
     /// When the process started, for `/statusz`.
     pub started: SystemTime,
 }
 
 /// The top-level paths `/statusz` lists: every one this server answers but `/statusz` itself.
-const LISTED_PATHS: [&str; 6] = ["/debug", "/flagz", "/healthz", "/livez", "/metrics", "/readyz"];
+const LISTED_PATHS: [&str; 7] = [
+    "/configz", "/debug", "/flagz", "/healthz", "/livez", "/metrics", "/readyz",
+];
 
 /// Serves until `cancel` fires.
 pub async fn serve(
@@ -71,6 +75,7 @@ pub async fn serve(
     let app = app
         .merge(crate::healthz::routes(endpoints.health))
         .merge(crate::zpages::routes(Arc::new(zpages)))
+        .merge(crate::configz::routes(endpoints.configz))
         .fallback(not_found)
         .with_state(AppState {
             metrics: endpoints.metrics,

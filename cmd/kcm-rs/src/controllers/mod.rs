@@ -24,7 +24,7 @@ use serviceaccount::ServiceAccountController;
 use tokio_util::sync::CancellationToken;
 use ttlafterfinished::{TtlAfterFinishedController, TtlAfterFinishedOptions};
 
-pub use selection::{ControllersError, check_gates, check_scope, enabled_controllers};
+pub use selection::{ControllersError, canonical_entries, check_gates, check_scope, enabled_controllers};
 
 use crate::{
     client::{ClientSource, RateScale},

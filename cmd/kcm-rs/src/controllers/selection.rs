@@ -108,6 +108,22 @@ pub fn enabled_controllers(entries: &[String]) -> Result<Vec<&'static str>, Cont
         .collect())
 }
 
+/// The `--controllers` entries as KCM's configuration keeps them (`/configz`): an alias replaced by
+/// its controller's name, a leading `-` kept, anything else as given, untrimmed (controller-manager's
+/// `GenericControllerManagerConfigurationOptions.ApplyTo`).
+pub fn canonical_entries(entries: &[String]) -> Vec<String> {
+    entries
+        .iter()
+        .map(|entry| {
+            let (minus, name) = match entry.strip_prefix('-') {
+                Some(rest) => ("-", rest),
+                None => ("", entry.as_str()),
+            };
+            lookup(name).map_or_else(|| entry.clone(), |c| format!("{minus}{}", c.name))
+        })
+        .collect()
+}
+
 fn lookup(name: &str) -> Option<&'static Descriptor> {
     CONTROLLERS.iter().find(|c| c.name == name || c.alias == name)
 }
@@ -193,6 +209,22 @@ mod tests {
     #[test]
     fn named_without_star_enables_only_those() {
         assert_eq!(parse("replicaset").unwrap(), ["replicaset-controller"]);
+    }
+
+    #[test]
+    fn aliases_become_names_as_in_kcms_configuration() {
+        let given = ["*", "-job", "cronjob", "deployment-controller", " -job", "nope"].map(str::to_owned);
+        assert_eq!(
+            canonical_entries(&given),
+            [
+                "*",
+                "-job-controller",
+                "cronjob-controller",
+                "deployment-controller",
+                " -job",
+                "nope"
+            ]
+        );
     }
 
     #[test]
