@@ -14,20 +14,21 @@
 //! server and of leader migration, which neither has, keep their zero values. The whole object is
 //! made once at start: the flags do not change while the process runs.
 
-use axum::body::Bytes;
 use axum::{
     Router,
+    body::Bytes,
     http::{StatusCode, header},
     response::{IntoResponse, Response},
     routing::any,
 };
+use clap::ValueEnum as _;
 use serde::{Serialize, Serializer};
 use std::{collections::BTreeMap, time::Duration};
 
 use crate::{
     controllers::canonical_entries,
     duration::go_string,
-    flags::{Args, ContentType},
+    flags::Args,
     go_int::parse_i32,
     go_json::{self, Float32},
 };
@@ -61,10 +62,12 @@ pub fn answer(args: &Args) -> Result<Bytes, String> {
                     .map(|p| p.display().to_string())
                     .unwrap_or_default(),
                 accept_content_types: "",
-                content_type: match args.kube_api_content_type {
-                    ContentType::Protobuf => "application/vnd.kubernetes.protobuf",
-                    ContentType::Json => "application/json",
-                },
+                // The flag's value, as its parser names it (both are media types).
+                content_type: args
+                    .kube_api_content_type
+                    .to_possible_value()
+                    .map(|v| v.get_name().to_owned())
+                    .unwrap_or_default(),
                 qps: Float32(qps(args.kube_api_qps)),
                 burst: args.kube_api_burst,
             },
@@ -231,7 +234,7 @@ struct Generic<'a> {
 struct ClientConnection {
     kubeconfig: String,
     accept_content_types: &'static str,
-    content_type: &'static str,
+    content_type: String,
     qps: Float32,
     burst: i32,
 }
