@@ -110,19 +110,58 @@ fn curl_get(url: &str, creds: &Creds) -> (u16, String) {
 
 /// curl `url` with `args` before it, at most 10 s: (status, body); status 0 when nothing answered.
 fn curl(args: &[&str], url: &str, creds: &Creds) -> (u16, String) {
-    let mut cmd = Command::new("curl");
-    cmd.args(["-sk", "--max-time", "10", "-o", "-", "-w", "\n%{http_code}"]);
+    let mut cmd = curl_with(creds);
+    cmd.args(["-o", "-", "-w", "\n%{http_code}"]);
     cmd.args(args);
+    let out = cmd.arg(url).output().expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_owned())
+}
+
+/// GET over HTTPS, for the answer's headers: (status, the value of each header in `names`, `-`
+/// where the answer has none). Names are matched without regard to case, as HTTP has them.
+pub fn https_headers(port: u16, path: &str, creds: &Creds, names: &[&str]) -> (u16, Vec<String>) {
+    let out = curl_with(creds)
+        .args(["-o", "/dev/null", "-D", "-"])
+        .arg(format!("https://127.0.0.1:{port}{path}"))
+        .output()
+        .expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let fields: Vec<(String, &str)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim()))
+        .collect();
+    let values = names
+        .iter()
+        .map(|name| {
+            fields
+                .iter()
+                .rev()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map_or_else(|| "-".to_owned(), |(_, v)| (*v).to_owned())
+        })
+        .collect();
+    (status, values)
+}
+
+/// curl, silent, at most 10 s, not checking the server's certificate, with `creds`.
+fn curl_with(creds: &Creds) -> Command {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-sk", "--max-time", "10"]);
     if let Some(t) = &creds.token {
         cmd.arg("-H").arg(format!("Authorization: Bearer {t}"));
     }
     if let Some((c, k)) = &creds.cert {
         cmd.arg("--cert").arg(c).arg("--key").arg(k);
     }
-    let out = cmd.arg(url).output().expect("curl");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    (code.trim().parse().unwrap_or(0), body.to_owned())
+    cmd
 }
 
 /// A body as compared: a `Status` as JSON (upstream pretty-prints it for curl), anything else as

@@ -12,8 +12,8 @@ use std::{process::Command, time::Duration};
 use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     serving::{
-        Creds, UpstreamKcm, a_ca, client_cert, cluster_ca, https_get, https_get_accepting, https_put,
-        normalized, plain_http_get,
+        Creds, UpstreamKcm, a_ca, client_cert, cluster_ca, https_get, https_get_accepting, https_headers,
+        https_put, normalized, plain_http_get,
     },
     wait_for, with_namespace,
 };
@@ -257,6 +257,8 @@ async fn disruptive_serves_like_upstream_kcm_and_keeps_reconciling() {
                 mismatches.push(format!(
                     "{name}: bodies differ\n  upstream: {up_body}\n  kcm-rs:   {our_body}"
                 ));
+            } else if let Some(difference) = header_difference(upstream.port, kcm.port, path, creds) {
+                mismatches.push(format!("{name}: {difference}"));
             } else if *want == 200
                 && *path == "/metrics"
                 && !our_body.contains("workqueue_adds_total{name=\"replicaset\"}")
@@ -304,6 +306,33 @@ async fn disruptive_serves_like_upstream_kcm_and_keeps_reconciling() {
             token: Some(admin.trim().to_owned()),
             cert: None,
         };
+        // A second CPU profile while one is taken: the same 500 from both, marked for `go tool
+        // pprof` (`X-Go-Pprof`) so that it prints the text.
+        let busy: Vec<_> = [upstream.port, kcm.port]
+            .into_iter()
+            .map(|port| {
+                let creds = admin_creds.clone();
+                let first =
+                    std::thread::spawn(move || https_get(port, "/debug/pprof/profile?seconds=4", &creds));
+                std::thread::sleep(Duration::from_secs(1));
+                let path = "/debug/pprof/profile?seconds=1";
+                let answer = https_get(port, path, &admin_creds);
+                let headers = https_headers(port, path, &admin_creds, &PPROF_HEADERS);
+                assert_eq!(
+                    first.join().expect("first profile").0,
+                    200,
+                    "the first profile on {port}"
+                );
+                (answer, headers)
+            })
+            .collect();
+        assert!(
+            busy[0] == busy[1] && busy[0].0.0 == 500,
+            "a second CPU profile: upstream {:?}, kcm-rs {:?}",
+            busy[0],
+            busy[1]
+        );
+
         let flag_cases: [(&str, &str, &Creds); 4] = [
             ("PUT", "4", &admin_creds),
             ("PUT", "four", &admin_creds),
@@ -422,6 +451,24 @@ async fn disruptive_serves_like_upstream_kcm_and_keeps_reconciling() {
             "kcm-rs's /configz against upstream's:\n{}",
             differences.join("\n")
         );
+
+        // The headers of the answers compared above by their bodies, of the admin's: found, not
+        // found, HTML, JSON and text.
+        let differences: Vec<String> = [
+            "/configz",
+            "/healthz?verbose",
+            "/healthz/ping",
+            "/nope",
+            "/debug/pprof/",
+            "/debug/flags",
+            "/metrics/slis",
+        ]
+        .iter()
+        .filter_map(|path| {
+            header_difference(upstream.port, kcm.port, path, &admin_creds).map(|d| format!("{path}: {d}"))
+        })
+        .collect();
+        assert!(differences.is_empty(), "{}", differences.join("\n"));
 
         // /healthz as k8s.io/apiserver's handler answers it, and its SLIs at /metrics/slis. The two
         // run different controllers, so the checks' names differ; the shapes must not.
@@ -551,6 +598,27 @@ async fn a_given_certificate_and_the_min_version_are_served() {
         let _ = std::fs::remove_dir_all(&dir);
     })
     .await;
+}
+
+/// The headers a client of both servers may depend on: how to read the body, whether a cache may
+/// keep it. `Date` and `Content-Length` differ by nature (Go leaves the length out of longer
+/// answers), so they are not compared.
+const COMPARED_HEADERS: [&str; 3] = ["content-type", "x-content-type-options", "cache-control"];
+
+/// What a profile's answer says of itself beside [`COMPARED_HEADERS`].
+const PPROF_HEADERS: [&str; 4] = [
+    "content-type",
+    "x-content-type-options",
+    "content-disposition",
+    "x-go-pprof",
+];
+
+/// How the two servers' answers to `path` differ in [`COMPARED_HEADERS`], if they do.
+fn header_difference(upstream: u16, ours: u16, path: &str, creds: &Creds) -> Option<String> {
+    let theirs = https_headers(upstream, path, creds, &COMPARED_HEADERS);
+    let ours = https_headers(ours, path, creds, &COMPARED_HEADERS);
+    (theirs != ours)
+        .then(|| format!("headers {COMPARED_HEADERS:?} differ: upstream {theirs:?}, kcm-rs {ours:?}"))
 }
 
 /// Fetches `/debug/pprof/{profile}` from `port` with `token` into `dir` and returns what

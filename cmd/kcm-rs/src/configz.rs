@@ -145,15 +145,7 @@ async fn respond(answer: Result<Bytes, String>) -> Response {
             body,
         )
             .into_response(),
-        Err(e) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            [
-                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            ],
-            format!("{e}\n"),
-        )
-            .into_response(),
+        Err(e) => secure_serving::http_error(StatusCode::INTERNAL_SERVER_ERROR, &e),
     }
 }
 

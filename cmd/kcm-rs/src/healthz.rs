@@ -249,7 +249,7 @@ async fn one_check(State(h): State<Arc<Health>>, Path(check): Path<String>) -> R
             format!("internal server error: {why}\n"),
         ),
         // Go's `http.NotFound`: the mux has no such path.
-        None => plain(StatusCode::NOT_FOUND, "404 page not found\n".to_owned()),
+        None => secure_serving::not_found(),
     }
 }
 
@@ -263,10 +263,10 @@ async fn readyz(State(h): State<Arc<Health>>) -> Response {
     plain(code, text)
 }
 
-/// Text as Go's `http.Error` and the healthz handler write it.
+/// Text as the healthz handler writes it: `http.Error`'s headers, the body as given.
 fn plain(code: StatusCode, body: String) -> Response {
     let headers = [
-        (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+        (header::CONTENT_TYPE, secure_serving::TEXT_PLAIN_UTF8),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
     ];
     (code, headers, body).into_response()

@@ -11,6 +11,11 @@
 
 use std::collections::HashSet;
 
+/// The `Content-Type` of the pages: the text format's, with the name escaping that client_golang's
+/// negotiation (prometheus/common `expfmt.Negotiate`) adds for a scraper that asks for none.
+/// Underscores is also true of kcm-rs's names, which are all valid classic names, escaped or not.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8; escaping=underscores";
+
 /// `openmetrics` (prometheus-client's encoding) as Prometheus text 0.0.4.
 pub fn prometheus_text(openmetrics: &str) -> String {
     let counters: HashSet<&str> = openmetrics

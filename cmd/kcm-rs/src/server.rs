@@ -43,6 +43,10 @@ pub struct Endpoints {
     pub started: SystemTime,
 }
 
+/// The header `net/http/pprof` marks its failures with, so that `go tool pprof` prints the text
+/// rather than trying to read it as a profile.
+const PPROF_ERROR_HEADER: http::HeaderName = http::HeaderName::from_static("x-go-pprof");
+
 /// The top-level paths `/statusz` lists: every one this server answers but `/statusz` itself.
 const LISTED_PATHS: [&str; 7] = [
     "/configz", "/debug", "/flagz", "/healthz", "/livez", "/metrics", "/readyz",
@@ -94,7 +98,11 @@ async fn pprof_index() -> Response {
                 <a href=\"profile\">profile</a>: CPU profile. You can specify the duration in the \
                 seconds GET parameter. After you get the profile file, use the go tool pprof command \
                 to investigate the profile.\n</body></html>\n";
-    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
+    let headers = [
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+    ];
+    (headers, body).into_response()
 }
 
 /// Go's `pprof.Profile`: samples for `seconds` (default 30), answers the protobuf as a download.
@@ -126,9 +134,14 @@ fn download(file: &str, taken: Result<Vec<u8>, impl std::fmt::Display>, failed: 
             profile,
         )
             .into_response(),
+        // `net/http/pprof`'s `serveError`, after its handlers' nosniff: plain text and the marker.
         Err(e) => (
             StatusCode::INTERNAL_SERVER_ERROR,
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            [
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+                (header::CONTENT_TYPE, secure_serving::TEXT_PLAIN_UTF8),
+                (PPROF_ERROR_HEADER, "1"),
+            ],
             format!("{failed}: {e}\n"),
         )
             .into_response(),
@@ -137,12 +150,12 @@ fn download(file: &str, taken: Result<Vec<u8>, impl std::fmt::Display>, failed: 
 
 /// Go's `http.NotFound`, which KCM answers unknown paths with (after authorization).
 async fn not_found() -> Response {
-    (StatusCode::NOT_FOUND, "404 page not found\n").into_response()
+    secure_serving::not_found()
 }
 
 async fn metrics_text(State(s): State<AppState>) -> Response {
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(header::CONTENT_TYPE, crate::prom_text::CONTENT_TYPE)],
         s.metrics.encode(),
     )
         .into_response()
@@ -151,13 +164,13 @@ async fn metrics_text(State(s): State<AppState>) -> Response {
 async fn shadow_report(State(s): State<AppState>) -> Response {
     match &s.shadow {
         Some(state) => Json(state.current()).into_response(),
-        None => (StatusCode::NOT_FOUND, "shadow mode is off (--shadow)").into_response(),
+        None => secure_serving::http_error(StatusCode::NOT_FOUND, "shadow mode is off (--shadow)"),
     }
 }
 
 async fn shards_report(State(s): State<AppState>) -> Response {
     match &s.shards {
         Some(status) => Json(status.lock().clone()).into_response(),
-        None => (StatusCode::NOT_FOUND, "not sharded (--shards=1)").into_response(),
+        None => secure_serving::http_error(StatusCode::NOT_FOUND, "not sharded (--shards=1)"),
     }
 }

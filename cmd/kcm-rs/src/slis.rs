@@ -93,7 +93,7 @@ impl Slis {
 
 pub async fn slis_text(State(h): State<Arc<Health>>) -> Response {
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(header::CONTENT_TYPE, crate::prom_text::CONTENT_TYPE)],
         h.slis.text(),
     )
         .into_response()

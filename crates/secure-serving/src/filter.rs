@@ -21,6 +21,7 @@ use rustls::pki_types::UnixTime;
 use crate::{
     authn::{Authenticator, PeerCertificates},
     authz::{Authorizer, Decision},
+    http_error::http_error,
 };
 
 /// What the filter consults.
@@ -67,23 +68,15 @@ async fn guarded(guard: &Guard, req: Request, next: Next) -> Response {
             if !reason.is_empty() {
                 message = format!("{message}: {reason}");
             }
-            status(StatusCode::FORBIDDEN, "Forbidden", &sanitize(&message), true)
+            forbidden(&sanitize(&message))
         }
         Err(e) => {
             tracing::warn!(user = %user.name, %verb, %path, error = %e, "authorization failed");
             let uri = req.uri().path_and_query().map_or(path.clone(), |p| p.to_string());
-            let mut r = (
+            http_error(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                format!("{}\n", sanitize(&format!("Internal Server Error: {uri:?}: {e}"))),
+                &sanitize(&format!("Internal Server Error: {uri:?}: {e}")),
             )
-                .into_response();
-            r.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; charset=utf-8"),
-            );
-            r.headers_mut()
-                .insert("x-content-type-options", HeaderValue::from_static("nosniff"));
-            r
         }
     }
 }
@@ -106,8 +99,17 @@ fn status(code: StatusCode, reason: &str, message: &str, details: bool) -> Respo
     let mut r = (code, format!("{body}\n")).into_response();
     r.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r.headers_mut()
-        .insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    r
+}
+
+/// The 403 as the API server's `responsewriters.Forbidden` writes it: a `Status` with details, and
+/// `nosniff`, which its other refusals (the 401, a handler's 406) leave out.
+fn forbidden(message: &str) -> Response {
+    let mut r = status(StatusCode::FORBIDDEN, "Forbidden", message, true);
+    r.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     r
 }
 
