@@ -98,6 +98,9 @@ fn layout(args: &Args) -> anyhow::Result<informer::Layout> {
 async fn run(args: Args, verbosity: Arc<Verbosity>) -> anyhow::Result<ExitCode> {
     let started = std::time::SystemTime::now();
     let enabled = controllers::enabled_controllers(&args.controllers)?;
+    if let Some(refused) = args.resource_lock_error() {
+        anyhow::bail!(refused);
+    }
     controllers::check_gates(&enabled, &args.feature_gates)?;
     controllers::check_scope(&enabled, &args.namespaces, args.shards)?;
     if args.shards > 1 && (args.shadow || !args.leader_elect) {

@@ -222,7 +222,7 @@ pub struct Args {
 
     /// The type of resource object that is used for locking during leader election. Supported
     /// options are 'leases' (the only one Kubernetes 1.36 supports).
-    #[arg(long, default_value = LEASES_LOCK, value_parser = lock_type, help_heading = "Leader election flags")]
+    #[arg(long, default_value = LEASES_LOCK, help_heading = "Leader election flags")]
     pub leader_elect_resource_lock: String,
 
     /// The name of the Lease object used for locking.
@@ -296,14 +296,8 @@ pub struct Args {
 /// `--leader-elect-resource-lock`'s one value (client-go `resourcelock.LeasesResourceLock`).
 pub const LEASES_LOCK: &str = "leases";
 
-/// client-go's `resourcelock.New` refuses every other lock type, with this text.
-fn lock_type(s: &str) -> Result<String, String> {
-    if s == LEASES_LOCK {
-        Ok(s.to_owned())
-    } else {
-        Err(format!("Invalid lock-type {s}"))
-    }
-}
+/// What KCM says of any other lock type where it elects (controller-manager's generic options).
+pub const LOCK_TYPE_ERROR: &str = r#"resourceLock value must be "leases""#;
 
 /// A worker count as KCM takes it for the Deployment, ReplicaSet, ReplicationController and
 /// TTL-after-finished controllers: any 32-bit integer in Go's syntax (`crate::go_int`), none of
@@ -372,6 +366,12 @@ fn gate_list(s: &str) -> Result<GateList, controller::features::FeatureGateError
 }
 
 impl Args {
+    /// KCM's one check of `--leader-elect-resource-lock`, made only where it elects: with
+    /// `--leader-elect=false` any value passes, unused.
+    pub fn resource_lock_error(&self) -> Option<&'static str> {
+        (self.leader_elect && self.leader_elect_resource_lock != LEASES_LOCK).then_some(LOCK_TYPE_ERROR)
+    }
+
     /// The command line, with `--feature-gates` resolved; on an error, prints it and exits 2.
     /// `controllers_help` is `--controllers`' text, which lists the controllers the binary registers.
     pub fn parse_flags(controllers_help: String) -> Self {

@@ -166,13 +166,24 @@ fn worker_counts_below_one_start_no_worker_where_kcm_takes_them() {
     assert_eq!(a.concurrent_ttl_after_finished_syncs, 0);
 }
 
-/// KCM's command lines may name the lock type; `leases` is the only one left.
+/// KCM's command lines may name the lock type; `leases` is the only one left, and KCM checks it
+/// only where it elects.
 #[test]
-fn the_resource_lock_is_leases_or_an_error() {
-    assert_eq!(parse(&[]).unwrap().leader_elect_resource_lock, "leases");
-    assert!(parse(&["--leader-elect-resource-lock=leases"]).is_ok());
-    let err = parse(&["--leader-elect-resource-lock=endpointsleases"]).unwrap_err();
-    assert!(err.contains("Invalid lock-type endpointsleases"), "{err}");
+fn the_resource_lock_is_leases_where_kcm_rs_elects() {
+    let a = parse(&[]).unwrap();
+    assert_eq!(a.leader_elect_resource_lock, "leases");
+    assert_eq!(a.resource_lock_error(), None);
+    let a = parse(&["--leader-elect-resource-lock=endpointsleases"]).unwrap();
+    assert_eq!(
+        a.resource_lock_error(),
+        Some(r#"resourceLock value must be "leases""#)
+    );
+    let a = parse(&[
+        "--leader-elect=false",
+        "--leader-elect-resource-lock=endpointsleases",
+    ])
+    .unwrap();
+    assert_eq!(a.resource_lock_error(), None);
 }
 
 #[test]

@@ -72,11 +72,14 @@ pub fn check_scope(
 }
 
 /// Resolves the `--controllers` entries to the set of enabled controller names (KCM names, sorted).
+/// Entries are taken as given, spaces included, as KCM's string-slice flag keeps them; an empty
+/// value (`--controllers=`) is no entry at all and enables nothing, as in KCM.
 pub fn enabled_controllers(entries: &[String]) -> Result<Vec<&'static str>, ControllersError> {
     let mut decided: Vec<(&'static str, bool)> = Vec::new();
     let mut star = false;
-    for raw in entries {
-        let entry = raw.trim();
+    let entries = if entries == [""] { &[][..] } else { entries };
+    for entry in entries {
+        let entry = entry.as_str();
         if entry.is_empty() {
             return Err(ControllersError::Empty);
         }
@@ -134,6 +137,21 @@ mod tests {
 
     fn parse(s: &str) -> Result<Vec<&'static str>, ControllersError> {
         enabled_controllers(&s.split(',').map(str::to_owned).collect::<Vec<_>>())
+    }
+
+    /// KCM's flag keeps what is between the commas: a space is part of the name, and an empty
+    /// value is an empty list.
+    #[test]
+    fn entries_are_taken_as_given() {
+        assert_eq!(
+            parse("*, -job-controller"),
+            Err(ControllersError::Unknown {
+                given: " -job-controller".into(),
+                known: CONTROLLERS.iter().map(|c| c.name).collect::<Vec<_>>().join(", "),
+            })
+        );
+        assert_eq!(parse(""), Ok(vec![]));
+        assert_eq!(parse("*,,job"), Err(ControllersError::Empty));
     }
 
     #[test]
