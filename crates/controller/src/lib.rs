@@ -57,7 +57,8 @@ pub use expectations::Expectations;
 pub use features::FeatureGates;
 pub use metrics::{ControllerMetrics, SyncMetrics};
 pub use owners::{
-    OWNER_INDEX, candidates, controlled_by, orphans_in, owned_by, owner_index, resolve_controller, selecting,
+    OWNER_INDEX, candidates, controlled_by, controlled_pods, orphans_in, owned_by, owner_index,
+    pod_candidates, resolve_controller, selecting,
 };
 pub use pod_control::{KubePodControl, NoWrites, PodControl, object_reference, pod_from_template};
 pub use ranking::{RankingOptions, pods_to_delete, pods_to_delete_with};

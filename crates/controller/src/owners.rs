@@ -57,6 +57,32 @@ pub fn controlled_by<K: Resource>(store: &Store<K>, uid: &str) -> Vec<Arc<K>> {
     store.by_index(OWNER_INDEX, &owned_by(uid)).unwrap_or_default()
 }
 
+/// The pods whose controller reference names this owner by kind and name as well as UID, as
+/// upstream's pod controllers list them (`FilterPodsByOwner`, whose index key holds all three): a
+/// reference that carries the owner's UID under another kind or name makes the pod no one's, never
+/// counted or deleted. (Claims over ReplicaSets go by UID alone, there and here: [`candidates`].)
+pub fn controlled_pods<K: Resource>(store: &Store<K>, kind: &str, name: &str, uid: &str) -> Vec<Arc<K>> {
+    let mut found = controlled_by(store, uid);
+    found.retain(|o| controller_of(o.meta()).is_some_and(|r| r.kind == kind && r.name == name));
+    found
+}
+
+/// [`candidates`] for a pod controller: the pods [`controlled_pods`] finds for `owner`, plus the
+/// orphans of its namespace.
+pub fn pod_candidates<K, O>(store: &Store<K>, owner: &O) -> Vec<Arc<K>>
+where
+    K: Resource,
+    O: Resource<DynamicType = ()>,
+{
+    let meta = owner.meta();
+    let name = meta.name.as_deref().unwrap_or_default();
+    let uid = meta.uid.as_deref().unwrap_or_default();
+    let ns = meta.namespace.as_deref().unwrap_or_default();
+    let mut found = controlled_pods(store, &O::kind(&()), name, uid);
+    found.extend(store.by_index(OWNER_INDEX, &orphans_in(ns)).unwrap_or_default());
+    found
+}
+
 /// The `K` a controller reference points to, if the lister knows one of that kind, name and UID
 /// (upstream's `resolveControllerRef`): a reference to a deleted and re-created owner resolves to
 /// nothing.

@@ -55,6 +55,29 @@ fn candidates_are_the_owners_own_objects_and_the_orphans_of_its_namespace() {
     assert_eq!(names(&controlled_by(&store, "uid-b")), ["theirs"]);
 }
 
+/// A pod controller's candidates: its own pods by kind, name and UID, and the orphans; a pod whose
+/// reference has the owner's UID under another name or kind is left out, as upstream's index key.
+#[test]
+fn a_pod_controllers_candidates_need_its_kind_and_name_too() {
+    let store = store_of(vec![
+        pod("mine").owner("ReplicaSet", "a", "uid-a").build(),
+        pod("other-name").owner("ReplicaSet", "b", "uid-a").build(),
+        pod("other-kind").owner("Job", "a", "uid-a").build(),
+        pod("orphan").build(),
+    ]);
+    let owner = rs("a", "uid-a", "x");
+    assert_eq!(names(&pod_candidates(&store, &owner)), ["mine", "orphan"]);
+    assert_eq!(
+        names(&controlled_pods(&store, "ReplicaSet", "a", "uid-a")),
+        ["mine"]
+    );
+    assert_eq!(
+        names(&candidates(&store, &owner)),
+        ["mine", "orphan", "other-kind", "other-name"],
+        "claims over ReplicaSets go by UID alone"
+    );
+}
+
 #[test]
 fn a_reference_resolves_only_to_the_same_kind_name_and_uid() {
     let store = Store::new();

@@ -15,7 +15,7 @@ use controller::Steps;
 use controller::SystemClock;
 use controller::Wiring;
 use controller::candidates;
-use controller::controlled_by;
+use controller::controlled_pods;
 use controller::events::TYPE_WARNING;
 use controller::features::FeatureGates;
 use controller::object_reference;
@@ -133,7 +133,16 @@ impl DeploymentController {
         replica_sets: &[Arc<ReplicaSet>],
         now: Timestamp,
     ) -> Option<SyncPlan> {
-        let pods_of = |uid: &str| controlled_by(self.pods.store(), uid);
+        // A ReplicaSet's pods as upstream's `getPodMapForDeployment` finds them: by the
+        // ReplicaSet's kind, name and UID.
+        let pods_of = |uid: &str| {
+            replica_sets
+                .iter()
+                .find(|rs| rs.metadata.uid.as_deref() == Some(uid))
+                .and_then(|rs| rs.metadata.name.as_deref())
+                .map(|name| controlled_pods(self.pods.store(), "ReplicaSet", name, uid))
+                .unwrap_or_default()
+        };
         let input = SyncInput {
             deployment: d,
             replica_sets,

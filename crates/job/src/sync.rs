@@ -4,8 +4,8 @@
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use controller::{
-    Comparison, Decided, Freshness, Owner, PodControl, Steps, candidates, compact_pod::Pod,
-    events::TYPE_WARNING, object_reference, shadow::ShadowState,
+    Comparison, Decided, Freshness, Owner, PodControl, Steps, compact_pod::Pod, events::TYPE_WARNING,
+    object_reference, pod_candidates, shadow::ShadowState,
 };
 use informer::ObjectKey;
 use k8s_openapi::{api::batch::v1::Job, jiff::Timestamp};
@@ -120,7 +120,7 @@ impl<P: PodControl> Steps for JobController<P> {
         }
         // Checked before listing pods, so that a pod arriving in between is handled next time.
         let expectations_satisfied = h.expectations.satisfied(key.as_str());
-        let candidates = candidates(self.pods.store(), &*job);
+        let candidates = pod_candidates(self.pods.store(), &*job);
         let backoff = match &self.shadow {
             Some(s) => s.finishes.record(&job, &candidates),
             None => self.executor.backoff.get(key.as_str()),

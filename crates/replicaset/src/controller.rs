@@ -20,10 +20,10 @@ use controller::PodControl;
 use controller::Steps;
 use controller::SystemClock;
 use controller::Wiring;
-use controller::candidates;
 use controller::controlled_by;
 use controller::events::TYPE_WARNING;
 use controller::object_reference;
+use controller::pod_candidates;
 use controller::pod_util::controller_of;
 use controller::shadow::ShadowState;
 use informer::{ObjectKey, SharedInformer};
@@ -284,7 +284,7 @@ impl<P: PodControl, K: ReplicaKind> Steps for ReplicaSetController<P, K> {
         let started = Instant::now();
         let view = self.view(&obj);
         let satisfied = self.handlers.expectations.satisfied(key.as_str());
-        let candidates = candidates(self.pods.store(), &*obj);
+        let candidates = pod_candidates(self.pods.store(), &*obj);
         let now = self.executor.clock.now();
         let input = SyncInput {
             rs: &view,
