@@ -151,6 +151,23 @@ pub fn https_headers(port: u16, path: &str, creds: &Creds, names: &[&str]) -> (u
     (status, values)
 }
 
+/// Two GETs of `path` in one curl run over HTTP/2, which sends the second on the first's connection
+/// if the server keeps it open: each one's status and the connections it opened (0: reused).
+pub fn two_h2_gets(port: u16, path: &str, creds: &Creds) -> Vec<(u16, u32)> {
+    let url = format!("https://127.0.0.1:{port}{path}");
+    let out = curl_with(creds)
+        .args(["--http2", "-o", "/dev/null", "-o", "/dev/null"])
+        .args(["-w", "%{http_code} %{num_connects}\n"])
+        .args([&url, &url])
+        .output()
+        .expect("curl");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(code, connects)| (code.parse().unwrap_or(0), connects.parse().unwrap_or(u32::MAX)))
+        .collect()
+}
+
 /// curl, silent, at most 10 s, not checking the server's certificate, with `creds`.
 fn curl_with(creds: &Creds) -> Command {
     let mut cmd = Command::new("curl");

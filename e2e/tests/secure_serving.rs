@@ -13,7 +13,7 @@ use kcm_rs_e2e::{
     Cluster, KcmRs, Mode, ModeGuard,
     serving::{
         Creds, UpstreamKcm, a_ca, client_cert, cluster_ca, https_get, https_get_accepting, https_headers,
-        https_put, normalized, plain_http_get,
+        https_put, normalized, plain_http_get, two_h2_gets,
     },
     wait_for, with_namespace,
 };
@@ -273,6 +273,26 @@ async fn disruptive_serves_like_upstream_kcm_and_keeps_reconciling() {
             let code = https_get(kcm.port, path, &Creds::default()).0;
             if code != 200 {
                 mismatches.push(format!("{path} without credentials: kcm-rs {code}"));
+            }
+        }
+        // HTTP/2: a connection whose request could not be authenticated is closed after its 401
+        // (KCM's UnauthenticatedHTTP2DOSMitigation, on in both); an authenticated one is kept.
+        let bearer = |t: &str| Creds {
+            token: Some(t.to_owned()),
+            cert: None,
+        };
+        for (name, creds, want) in [
+            ("a garbage token", bearer("garbage"), [(401, 1), (401, 1)]),
+            ("the metrics role's token", bearer(&reader_token), [(200, 1), (200, 0)]),
+        ] {
+            let (up, ours) = (
+                two_h2_gets(upstream.port, "/metrics", &creds),
+                two_h2_gets(kcm.port, "/metrics", &creds),
+            );
+            if up != want || ours != want {
+                mismatches.push(format!(
+                    "two HTTP/2 requests with {name} (status, connections opened): want {want:?}, upstream {up:?}, kcm-rs {ours:?}"
+                ));
             }
         }
         let (up, ours) = (plain_http_get(upstream.port), plain_http_get(kcm.port));

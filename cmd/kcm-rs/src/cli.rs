@@ -317,9 +317,12 @@ async fn serve(
     endpoints: server::Endpoints,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Option<ServerTask>> {
-    let Some(config) = args.serving.config(delegation) else {
+    let Some(mut config) = args.serving.config(delegation) else {
         return Ok(None);
     };
+    config.close_unauthenticated_http2 = args
+        .feature_gates
+        .enabled(controller::features::Gate::UnauthenticatedHttp2DosMitigation);
     let bound = secure_serving::SecureServer::bind(config).await?;
     if args.profiling && args.contention_profiling {
         tracing::info!(

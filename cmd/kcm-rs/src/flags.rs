@@ -111,12 +111,14 @@ pub struct Args {
     #[arg(long, default_value = DEFAULT_MIN_RESYNC_PERIOD, value_parser = go_duration, help_heading = "Generic flags")]
     pub min_resync_period: Duration,
 
-    /// Comma-separated Gate=true|false pairs for the gates the controllers read (repeatable; a later
-    /// setting wins), with Kubernetes 1.36's defaults: AtomicFIFO, DeploymentReplicaSetTerminatingReplicas,
-    /// GenericWorkload, JobBackoffLimitPerIndex, JobManagedBy, JobPodReplacementPolicy, JobSuccessPolicy,
-    /// LogarithmicScaleDown, MutableSchedulingDirectivesForSuspendedJobs, PodDeletionCost,
-    /// SidecarContainers, StaleControllerConsistencyJob, StaleControllerConsistencyReplicaSet,
-    /// WorkloadWithJob; AllAlpha and AllBeta set every alpha or beta gate not named.
+    /// Comma-separated Gate=true|false pairs for the gates the controllers and the endpoints read
+    /// (repeatable; a later setting wins), with Kubernetes 1.36's defaults: AtomicFIFO,
+    /// DeploymentReplicaSetTerminatingReplicas, GenericWorkload, JobBackoffLimitPerIndex, JobManagedBy,
+    /// JobPodReplacementPolicy, JobSuccessPolicy, LogarithmicScaleDown,
+    /// MutableSchedulingDirectivesForSuspendedJobs, PodDeletionCost, SidecarContainers,
+    /// StaleControllerConsistencyJob, StaleControllerConsistencyReplicaSet,
+    /// UnauthenticatedHTTP2DOSMitigation, WorkloadWithJob; AllAlpha and AllBeta set every alpha or beta
+    /// gate not named.
     #[arg(long = "feature-gates", value_name = "GATE=BOOL,...", value_parser = gate_list, help_heading = "Generic flags")]
     pub feature_gate_settings: Vec<GateList>,
 

@@ -1,5 +1,5 @@
-//! `--feature-gates`: the Kubernetes feature gates that the ReplicaSet, Deployment and Job controllers
-//! read, with kube-controller-manager's syntax, defaults and rules.
+//! `--feature-gates`: the Kubernetes feature gates that the workload controllers read, and the one
+//! their endpoints' server reads, with kube-controller-manager's syntax, defaults and rules.
 //!
 //! Stages, defaults and locks are those of Kubernetes v1.36 (`pkg/features/kube_features.go` of
 //! k8s.io/kubernetes v1.36.3, `features/known_features.go` of client-go v0.36.3, matching the v1.36
@@ -34,6 +34,7 @@ pub enum Gate {
     SidecarContainers,
     StaleControllerConsistencyJob,
     StaleControllerConsistencyReplicaSet,
+    UnauthenticatedHttp2DosMitigation,
     WorkloadWithJob,
 }
 
@@ -119,6 +120,12 @@ pub const GATES: &[GateSpec] = &[
             true,
         )
     },
+    spec(
+        Gate::UnauthenticatedHttp2DosMitigation,
+        "UnauthenticatedHTTP2DOSMitigation",
+        Stage::Beta,
+        true,
+    ),
     GateSpec {
         depends_on: &[Gate::GenericWorkload],
         ..spec(Gate::WorkloadWithJob, "WorkloadWithJob", Stage::Alpha, false)
@@ -171,6 +178,9 @@ pub struct FeatureGates {
     pub stale_controller_consistency_job: bool,
     /// The ReplicaSet controller waits until its caches hold its own writes (beta 1.36, on).
     pub stale_controller_consistency_replica_set: bool,
+    /// The endpoints' server closes an HTTP/2 connection after a request it could not authenticate
+    /// (k8s.io/apiserver's gate, beta 1.29, on; read by secure serving, not by a controller).
+    pub unauthenticated_http2_dos_mitigation: bool,
     /// The Job controller creates Workload and PodGroup objects (alpha 1.36, off). kcm-rs does not
     /// implement it: the binary refuses to start its Job controller with the gate on.
     pub workload_with_job: bool,
@@ -332,6 +342,7 @@ impl FeatureGates {
             sidecar_containers: on,
             stale_controller_consistency_job: on,
             stale_controller_consistency_replica_set: on,
+            unauthenticated_http2_dos_mitigation: on,
             workload_with_job: on,
         }
     }
@@ -355,6 +366,7 @@ impl FeatureGates {
             Gate::SidecarContainers => &mut self.sidecar_containers,
             Gate::StaleControllerConsistencyJob => &mut self.stale_controller_consistency_job,
             Gate::StaleControllerConsistencyReplicaSet => &mut self.stale_controller_consistency_replica_set,
+            Gate::UnauthenticatedHttp2DosMitigation => &mut self.unauthenticated_http2_dos_mitigation,
             Gate::WorkloadWithJob => &mut self.workload_with_job,
         }
     }

@@ -1,18 +1,18 @@
 //! Accepting connections: TLS handshakes with a deadline, plain HTTP answered as Go answers it,
-//! each connection served by hyper with its client certificates attached to every request, and a
-//! graceful stop.
+//! each connection served by hyper with its client certificates attached to every request, a
+//! connection closed gracefully when a request asks for it ([`CloseConnection`]), and a graceful stop.
 
 use std::{sync::Arc, time::Duration};
 
 use axum::Router;
 use hyper_util::{
     rt::{TokioExecutor, TokioIo},
-    server::{conn::auto, graceful::GracefulShutdown},
+    server::conn::auto,
     service::TowerToHyperService,
 };
 use tokio::{io::AsyncWriteExt as _, net::TcpListener};
 use tokio_rustls::TlsAcceptor;
-use tokio_util::sync::CancellationToken;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tower::ServiceExt as _;
 
 use crate::authn::PeerCertificates;
@@ -28,9 +28,15 @@ pub const PLAIN_HTTP_RESPONSE: &[u8] =
 /// The first byte of every TLS handshake record.
 const TLS_HANDSHAKE_RECORD: u8 = 0x16;
 
+/// In every request's extensions: cancelling it closes the request's connection once its requests
+/// in flight are answered (HTTP/2: a GOAWAY), as Go's server does after a handler's
+/// `Connection: close`.
+#[derive(Debug, Clone)]
+pub struct CloseConnection(pub CancellationToken);
+
 /// Serves `app` over TLS on `listener` until `cancel` fires.
 pub async fn accept_loop(listener: TcpListener, tls: TlsAcceptor, app: Router, cancel: CancellationToken) {
-    let graceful = GracefulShutdown::new();
+    let connections = TaskTracker::new();
     let builder = Arc::new(auto::Builder::new(TokioExecutor::new()));
     loop {
         let (tcp, remote) = tokio::select! {
@@ -45,8 +51,8 @@ pub async fn accept_loop(listener: TcpListener, tls: TlsAcceptor, app: Router, c
                 }
             },
         };
-        let (tls, app, builder, watcher) = (tls.clone(), app.clone(), builder.clone(), graceful.watcher());
-        tokio::spawn(async move {
+        let (tls, app, builder, stop) = (tls.clone(), app.clone(), builder.clone(), cancel.clone());
+        connections.spawn(async move {
             let mut tcp = tcp;
             if looks_like_plain_http(&tcp).await {
                 tracing::debug!(%remote, "TLS handshake error: client sent an HTTP request to an HTTPS server");
@@ -73,20 +79,40 @@ pub async fn accept_loop(listener: TcpListener, tls: TlsAcceptor, app: Router, c
                     .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
                     .unwrap_or_default(),
             ));
+            let close = CloseConnection(CancellationToken::new());
+            let asked = close.0.clone();
             let svc = app.map_request(move |mut req: http::Request<hyper::body::Incoming>| {
                 req.extensions_mut().insert(peer.clone());
+                req.extensions_mut().insert(close.clone());
                 req
             });
             let conn = builder
                 .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(svc))
                 .into_owned();
-            if let Err(e) = watcher.watch(conn).await {
+            let mut conn = std::pin::pin!(conn);
+            // A request's ask first: its GOAWAY then leaves before its answer does, so that the
+            // client sends nothing more on the connection.
+            let ended = tokio::select! {
+                biased;
+                () = asked.cancelled() => {
+                    tracing::debug!(%remote, "closing the connection, as a request asked");
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+                () = stop.cancelled() => {
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+                ended = conn.as_mut() => ended,
+            };
+            if let Err(e) = ended {
                 tracing::debug!(%remote, error = %e, "connection ended with an error");
             }
         });
     }
     drop(listener);
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+    connections.close();
+    if tokio::time::timeout(SHUTDOWN_GRACE, connections.wait())
         .await
         .is_err()
     {

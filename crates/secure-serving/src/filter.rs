@@ -19,6 +19,7 @@ use http::{HeaderValue, StatusCode, header};
 use rustls::pki_types::UnixTime;
 
 use crate::{
+    accept::CloseConnection,
     authn::{Authenticator, PeerCertificates},
     authz::{Authorizer, Decision},
     http_error::http_error,
@@ -29,6 +30,9 @@ use crate::{
 pub struct Guard {
     pub authenticator: Authenticator,
     pub authorizer: Authorizer,
+    /// Close an HTTP/2 connection after a request that could not be authenticated
+    /// ([`Config::close_unauthenticated_http2`](crate::Config)).
+    pub close_unauthenticated_http2: bool,
 }
 
 /// What the answers say of caching (k8s.io/apiserver `WithCacheControl`).
@@ -56,6 +60,14 @@ async fn guarded(guard: &Guard, req: Request, next: Next) -> Response {
         Ok(user) => user,
         Err(e) => {
             tracing::info!(%path, error = %e, "unable to authenticate the request");
+            // HTTP/2 lets one connection carry many cheap requests: an unauthenticated client gets
+            // one per connection, as k8s.io/apiserver's `Unauthorized` handler allows it.
+            if guard.close_unauthenticated_http2
+                && req.version() == http::Version::HTTP_2
+                && let Some(CloseConnection(close)) = req.extensions().get::<CloseConnection>()
+            {
+                close.cancel();
+            }
             return status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized", false);
         }
     };

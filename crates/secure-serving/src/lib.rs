@@ -20,6 +20,11 @@
 //! - No credentials: `system:anonymous`, so always-allowed paths answer and `/metrics` is 403
 //!   (upstream's answer, kept over the 401 first specified). A bad token or an untrusted or expired
 //!   client certificate: 401, even on `/healthz` (`tests::refusals`, e2e).
+//! - A request over HTTP/2 that could not be authenticated gets its 401, then its connection is
+//!   closed with a GOAWAY (k8s.io/apiserver's `UnauthenticatedHTTP2DOSMitigation`, on by default):
+//!   a client without credentials cannot keep one connection open for many cheap requests
+//!   (`tests::an_unauthenticated_http2_request_closes_its_connection`; e2e: curl's second request
+//!   opens a new connection, against upstream KCM).
 //! - Tokens: TokenReview, cached for the TTL, errors not cached (`tests::token_reviews_are_cached`).
 //! - Client certificates: checked per request against `--client-ca-file` or the
 //!   `extension-apiserver-authentication` ConfigMap; CN is the user, O the groups (`tests`, e2e).

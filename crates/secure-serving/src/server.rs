@@ -50,6 +50,10 @@ pub struct Config {
     pub always_allow_paths: Vec<String>,
     pub authorized_ttl: Duration,
     pub unauthorized_ttl: Duration,
+    /// Close an HTTP/2 connection (GOAWAY) after answering a request that could not be
+    /// authenticated, so that a client without credentials cannot keep one open for many requests
+    /// (the `UnauthenticatedHTTP2DOSMitigation` gate, on by default since Kubernetes 1.29).
+    pub close_unauthenticated_http2: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -83,6 +87,7 @@ impl Config {
             always_allow_paths: DEFAULT_ALWAYS_ALLOW_PATHS.split(',').map(str::to_owned).collect(),
             authorized_ttl: DEFAULT_AUTHORIZED_TTL,
             unauthorized_ttl: DEFAULT_UNAUTHORIZED_TTL,
+            close_unauthenticated_http2: true,
         }
     }
 }
@@ -154,6 +159,7 @@ impl SecureServer {
                 config.authorized_ttl,
                 config.unauthorized_ttl,
             ),
+            close_unauthenticated_http2: config.close_unauthenticated_http2,
         };
         Ok(SecureServer {
             listener,

@@ -11,13 +11,15 @@ use std::{
 
 use axum::{Router, body::Body, routing::get};
 use futures::future::BoxFuture;
-use http::{Request, StatusCode};
+use http::{Request, StatusCode, Version};
 use http_body_util::BodyExt as _;
 use rcgen::{CertificateParams, DnType, Issuer, KeyPair};
 use rustls::pki_types::CertificateDer;
+use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
 
 use crate::{
+    accept::CloseConnection,
     authn::{
         Authenticator, ClientCa, DynamicClientCa, PeerCertificates, Review, TokenAuthenticator,
         TokenReviewer, UserInfo,
@@ -114,6 +116,7 @@ fn fixture() -> Fixture {
             Duration::from_secs(10),
             Duration::from_secs(10),
         ),
+        close_unauthenticated_http2: true,
     };
     let app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
@@ -168,6 +171,28 @@ impl Fixture {
         let status = resp.status();
         let body = resp.into_body().collect().await.unwrap().to_bytes();
         (status, String::from_utf8_lossy(&body).into_owned())
+    }
+}
+
+/// An HTTP/2 request that could not be authenticated asks for its connection to be closed; one
+/// over HTTP/1.1, or one that authenticated, does not.
+#[tokio::test]
+async fn an_unauthenticated_http2_request_closes_its_connection() {
+    let f = fixture();
+    for (version, token, closes) in [
+        (Version::HTTP_2, "garbage", true),
+        (Version::HTTP_11, "garbage", false),
+        (Version::HTTP_2, "good-alice", false),
+    ] {
+        let close = CancellationToken::new();
+        let mut req = Request::get("/healthz")
+            .version(version)
+            .header("authorization", format!("Bearer {token}"))
+            .body(Body::empty())
+            .unwrap();
+        req.extensions_mut().insert(CloseConnection(close.clone()));
+        f.app.clone().oneshot(req).await.unwrap();
+        assert_eq!(close.is_cancelled(), closes, "{version:?}, token {token}");
     }
 }
 
