@@ -67,19 +67,16 @@ pub fn controlled_pods<K: Resource>(store: &Store<K>, kind: &str, name: &str, ui
     found
 }
 
-/// [`candidates`] for a pod controller: the pods [`controlled_pods`] finds for `owner`, plus the
-/// orphans of its namespace.
+/// [`candidates`] for a pod controller: the orphans, and of its own only those [`controlled_pods`]
+/// would find.
 pub fn pod_candidates<K, O>(store: &Store<K>, owner: &O) -> Vec<Arc<K>>
 where
     K: Resource,
     O: Resource<DynamicType = ()>,
 {
-    let meta = owner.meta();
-    let name = meta.name.as_deref().unwrap_or_default();
-    let uid = meta.uid.as_deref().unwrap_or_default();
-    let ns = meta.namespace.as_deref().unwrap_or_default();
-    let mut found = controlled_pods(store, &O::kind(&()), name, uid);
-    found.extend(store.by_index(OWNER_INDEX, &orphans_in(ns)).unwrap_or_default());
+    let (kind, name) = (O::kind(&()), owner.meta().name.as_deref().unwrap_or_default());
+    let mut found = candidates(store, owner);
+    found.retain(|o| controller_of(o.meta()).is_none_or(|r| r.kind == kind && r.name == name));
     found
 }
 

@@ -79,8 +79,9 @@ pub async fn accept_loop(listener: TcpListener, tls: TlsAcceptor, app: Router, c
                     .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
                     .unwrap_or_default(),
             ));
-            let close = CloseConnection(CancellationToken::new());
-            let asked = close.0.clone();
+            // A child of the stop: serving's end closes every connection the same way.
+            let close = CloseConnection(stop.child_token());
+            let closing = close.0.clone();
             let svc = app.map_request(move |mut req: http::Request<hyper::body::Incoming>| {
                 req.extensions_mut().insert(peer.clone());
                 req.extensions_mut().insert(close.clone());
@@ -90,16 +91,12 @@ pub async fn accept_loop(listener: TcpListener, tls: TlsAcceptor, app: Router, c
                 .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(svc))
                 .into_owned();
             let mut conn = std::pin::pin!(conn);
-            // A request's ask first: its GOAWAY then leaves before its answer does, so that the
+            // The close first: a request's GOAWAY then leaves before its answer does, so that the
             // client sends nothing more on the connection.
             let ended = tokio::select! {
                 biased;
-                () = asked.cancelled() => {
-                    tracing::debug!(%remote, "closing the connection, as a request asked");
-                    conn.as_mut().graceful_shutdown();
-                    conn.await
-                }
-                () = stop.cancelled() => {
+                () = closing.cancelled() => {
+                    tracing::debug!(%remote, "closing the connection");
                     conn.as_mut().graceful_shutdown();
                     conn.await
                 }

@@ -12,7 +12,7 @@ use http::{StatusCode, header};
 pub const TEXT_PLAIN_UTF8: &str = "text/plain; charset=utf-8";
 
 /// Go's `http.NotFound` body, less its newline.
-pub const NOT_FOUND_TEXT: &str = "404 page not found";
+const NOT_FOUND_TEXT: &str = "404 page not found";
 
 /// Go's `http.Error(w, message, code)`.
 pub fn http_error(code: StatusCode, message: &str) -> Response {

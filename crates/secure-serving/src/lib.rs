@@ -51,7 +51,7 @@ pub use accept::{HANDSHAKE_TIMEOUT, PLAIN_HTTP_RESPONSE, SHUTDOWN_GRACE};
 pub use cipher_suites::GO_SUITES_NOT_IN_RUSTLS;
 pub use error::ServingError;
 pub use filter::failure_status;
-pub use http_error::{NOT_FOUND_TEXT, TEXT_PLAIN_UTF8, http_error, not_found};
+pub use http_error::{TEXT_PLAIN_UTF8, http_error, not_found};
 pub use server::{
     ALPN, Config, DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_AUTHORIZED_TTL, DEFAULT_TOKEN_CACHE_TTL,
     DEFAULT_UNAUTHORIZED_TTL, SecureServer,
