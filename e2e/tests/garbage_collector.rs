@@ -5,7 +5,8 @@
 //! runs its namespace controller too, which deletes the test namespaces.
 //!
 //! - `kcm_rs_e2e::gc_scenarios::scenarios`: references written by hand among ConfigMaps, Secrets and
-//!   Widgets, a custom resource whose CRD the test installs before either collector starts.
+//!   Widgets, a custom resource whose CRD the test installs before either collector starts, and Roles
+//!   whose names a request must escape.
 //! - `kcm_rs_e2e::gc_scenarios::workload_scenarios`: Deployments and Jobs deleted while the workload
 //!   controllers run; kcm-rs runs its own (`*`) and its ServiceAccount controller, whose `default`
 //!   accounts the namespaces wait for before pods can be made (with the role of

@@ -33,6 +33,7 @@ mod expectations;
 pub mod features;
 mod metrics;
 mod owners;
+mod path_segment;
 mod pod_control;
 pub mod pod_util;
 mod ranking;
@@ -60,6 +61,7 @@ pub use owners::{
     OWNER_INDEX, candidates, controlled_by, controlled_pods, orphans_in, owned_by, owner_index,
     pod_candidates, resolve_controller, selecting,
 };
+pub use path_segment::{InvalidPathSegment, path_segment};
 pub use pod_control::{KubePodControl, NoWrites, PodControl, object_reference, pod_from_template};
 pub use ranking::{RankingOptions, pods_to_delete, pods_to_delete_with};
 pub use ref_manager::{Claim, ClaimPlan, Owner, adopt_patch, decide, plan_claims, release_patch};

@@ -4,7 +4,10 @@
 
 use std::{sync::Arc, time::Duration};
 
-use controller::discovery::{Discovered, Mapping};
+use controller::{
+    discovery::{Discovered, Mapping},
+    path_segment,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{
     Api, Client,
@@ -63,17 +66,18 @@ impl Operations {
             })
     }
 
-    /// The dynamic API of `item`'s resource, in its namespace if the resource is namespaced.
-    /// A name that cannot be one segment of a path (an ownerReference's is not validated) is an
-    /// error, retried, as client-go's request refuses it: read as a path, it would address
-    /// another object or a subresource.
-    fn api(&self, item: &Identity) -> Result<Api<DynamicObject>, GcError> {
-        if let Some(why) = path_segment_problems(&item.name) {
-            return Err(GcError::InvalidName {
-                name: item.name.clone(),
-                why,
-            });
-        }
+    /// The dynamic API of `item`'s resource, in its namespace if the resource is namespaced, and
+    /// the name as the request's path carries it, escaped as client-go escapes it. A name that
+    /// cannot be one segment of a path (an ownerReference's is not validated) is an error, retried,
+    /// as client-go's request refuses it: read as a path, it would address another object or a
+    /// subresource.
+    fn api(&self, item: &Identity) -> Result<(Api<DynamicObject>, String), GcError> {
+        let name = path_segment(&item.name)
+            .map_err(|e| GcError::InvalidName {
+                name: e.name,
+                why: e.why,
+            })?
+            .into_owned();
         let mapping = self.mapping(&item.api_version, &item.kind)?;
         let (group, version) = match item.api_version.split_once('/') {
             Some((g, v)) => (g.to_owned(), v.to_owned()),
@@ -86,11 +90,12 @@ impl Operations {
             kind: item.kind.clone(),
             plural: mapping.resource,
         };
-        Ok(if mapping.namespaced {
+        let api = if mapping.namespaced {
             Api::namespaced_with(self.client.clone(), &item.namespace, &resource)
         } else {
             Api::all_with(self.client.clone(), &resource)
-        })
+        };
+        Ok((api, name))
     }
 
     fn failed(item: &Identity) -> impl FnOnce(kube::Error) -> GcError + '_ {
@@ -102,7 +107,8 @@ impl Operations {
 
     /// The object's metadata; `Ok(None)` if it is not found.
     pub async fn get(&self, item: &Identity) -> Result<Option<Metadata>, GcError> {
-        match self.api(item)?.get_metadata(&item.name).await {
+        let (api, name) = self.api(item)?;
+        match api.get_metadata(&name).await {
             Ok(m) => Ok(Some(m)),
             Err(e) if not_found(&e) => Ok(None),
             Err(e) => Err(Self::failed(item)(e)),
@@ -119,7 +125,7 @@ impl Operations {
         owners: &[OwnerReference],
         policy: Policy,
     ) -> Result<bool, GcError> {
-        let api = self.api(item)?;
+        let (api, name) = self.api(item)?;
         let params = |rv: Option<&str>| DeleteParams {
             preconditions: Some(Preconditions {
                 uid: Some(item.uid.clone()),
@@ -132,19 +138,19 @@ impl Operations {
             }),
             ..DeleteParams::default()
         };
-        let mut result = api.delete(&item.name, &params(resource_version)).await;
+        let mut result = api.delete(&name, &params(resource_version)).await;
         if let Err(e) = &result
             && conflict(e)
             && let Some(rv) = resource_version
         {
-            match api.get_metadata(&item.name).await {
+            match api.get_metadata(&name).await {
                 Err(e) if not_found(&e) => return Ok(false),
                 Ok(live)
                     if live.metadata.uid.as_deref() == Some(&item.uid)
                         && live.metadata.resource_version.as_deref() != Some(rv)
                         && live.metadata.owner_references.as_deref().unwrap_or_default() == owners =>
                 {
-                    result = api.delete(&item.name, &params(None)).await;
+                    result = api.delete(&name, &params(None)).await;
                 }
                 _ => {}
             }
@@ -165,15 +171,15 @@ impl Operations {
         strategic: Value,
         fallback: impl FnOnce(&Metadata) -> Value,
     ) -> Result<bool, GcError> {
-        let api = self.api(item)?;
+        let (api, name) = self.api(item)?;
         let params = PatchParams::default();
         let result = match api
-            .patch_metadata(&item.name, &params, &Patch::Strategic(strategic))
+            .patch_metadata(&name, &params, &Patch::Strategic(strategic))
             .await
         {
-            Err(e) if unsupported_media_type(&e) => match api.get_metadata(&item.name).await {
+            Err(e) if unsupported_media_type(&e) => match api.get_metadata(&name).await {
                 Ok(live) => {
-                    api.patch_metadata(&item.name, &params, &Patch::Merge(fallback(&live)))
+                    api.patch_metadata(&name, &params, &Patch::Merge(fallback(&live)))
                         .await
                 }
                 Err(e) => Err(e),
@@ -190,9 +196,9 @@ impl Operations {
     /// Removes `finalizer` from `item` on a fresh read, again on conflicts (upstream
     /// `removeFinalizer`); gone or without it already is done.
     pub async fn remove_finalizer(&self, item: &Identity, finalizer: &str) -> Result<(), GcError> {
-        let api = self.api(item)?;
+        let (api, name) = self.api(item)?;
         for wait in CONFLICT_BACKOFF.iter().map(Some).chain([None]) {
-            let live = match api.get_metadata(&item.name).await {
+            let live = match api.get_metadata(&name).await {
                 Ok(m) => m,
                 Err(e) if not_found(&e) => return Ok(()),
                 Err(e) => return Err(Self::failed(item)(e)),
@@ -207,7 +213,7 @@ impl Operations {
                 "finalizers": if rest.is_empty() { Value::Null } else { json!(rest) },
             }});
             match api
-                .patch_metadata(&item.name, &PatchParams::default(), &Patch::Merge(patch))
+                .patch_metadata(&name, &PatchParams::default(), &Patch::Merge(patch))
                 .await
             {
                 Ok(_) => return Ok(()),
@@ -224,21 +230,6 @@ impl Operations {
             attempts: CONFLICT_BACKOFF.len() + 1,
         })
     }
-}
-
-/// What makes `name` unfit for one segment of a request path, in apimachinery's words
-/// (`IsValidPathSegmentName`), if anything.
-fn path_segment_problems(name: &str) -> Option<String> {
-    let problems: Vec<String> = if name == "." || name == ".." {
-        vec![format!("may not be '{name}'")]
-    } else {
-        ["/", "%"]
-            .iter()
-            .filter(|s| name.contains(*s))
-            .map(|s| format!("may not contain '{s}'"))
-            .collect()
-    };
-    (!problems.is_empty()).then(|| format!("[{}]", problems.join(" ")))
 }
 
 /// The strategic merge patch that removes the references to `owners` from the object of `uid`;
@@ -308,20 +299,6 @@ mod tests {
         let mut m: Metadata = serde_json::from_value(json!({"metadata": {"resourceVersion": "7"}})).unwrap();
         m.metadata.owner_references = Some(refs);
         m
-    }
-
-    #[test]
-    fn names_that_are_not_one_path_segment_are_refused_in_apimachinerys_words() {
-        assert_eq!(path_segment_problems("web-1"), None);
-        assert_eq!(
-            path_segment_problems("a/b").as_deref(),
-            Some("[may not contain '/']")
-        );
-        assert_eq!(
-            path_segment_problems("a/%").as_deref(),
-            Some("[may not contain '/' may not contain '%']")
-        );
-        assert_eq!(path_segment_problems("..").as_deref(), Some("[may not be '..']"));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use controller::ControlError;
+use controller::{ControlError, path_segment};
 use k8s_openapi::{
     api::core::v1::Pod,
     jiff::{SignedDuration, Timestamp},
@@ -189,7 +189,11 @@ async fn delete_each(
         Err(e) => return Err(text("list", r, namespace, e)),
     };
     for item in items {
+        // Listed names are valid path segments; escaped as client-go's request escapes them (an
+        // RBAC object's name may hold `#`, `?` or a space).
         let name = item.name.unwrap_or_default();
+        let name = path_segment(&name)
+            .map_err(|e| format!("delete {} in namespace {namespace}: {e}", r.resource))?;
         match api.delete(&name, &DeleteParams::background()).await {
             Ok(_) => {}
             Err(e) if unsupported(&e) => {}

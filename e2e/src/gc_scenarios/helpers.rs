@@ -1,13 +1,17 @@
 //! Helpers of the garbage collector's scenarios: namespaces made and dropped without waiting for a
 //! `default` ServiceAccount (bare mode has no controller to make one), objects made with references
 //! written by hand, and the outcome, which names objects by kind and name and never by UID. Widgets
-//! (the custom kind of `custom`) are made, deleted and listed beside ConfigMaps and Secrets.
+//! (the custom kind of `custom`) and Roles (whose names need only be path segments) are made,
+//! deleted and listed beside ConfigMaps and Secrets.
 
 use std::{collections::BTreeMap, future::Future, panic::AssertUnwindSafe, time::Duration};
 
 use futures::FutureExt as _;
 use k8s_openapi::{
-    api::core::v1::{ConfigMap, Event, Namespace, Secret},
+    api::{
+        core::v1::{ConfigMap, Event, Namespace, Secret},
+        rbac::v1::Role,
+    },
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
 use kube::{
@@ -104,6 +108,7 @@ pub(super) enum Kind {
     ConfigMap,
     Secret,
     Widget,
+    Role,
 }
 
 impl Kind {
@@ -112,6 +117,7 @@ impl Kind {
             Kind::ConfigMap => "ConfigMap",
             Kind::Secret => "Secret",
             Kind::Widget => WIDGET,
+            Kind::Role => "Role",
         }
     }
 
@@ -119,6 +125,7 @@ impl Kind {
         match self {
             Kind::ConfigMap | Kind::Secret => "v1".to_owned(),
             Kind::Widget => widget_api_version(),
+            Kind::Role => "rbac.authorization.k8s.io/v1".to_owned(),
         }
     }
 }
@@ -199,6 +206,10 @@ pub(super) async fn make(ns: &TestNamespace, kind: Kind, name: &str, meta: Value
             let widget: DynamicObject = serde_json::from_value(object).expect("a Widget");
             widgets(ns).create(&pp, &widget).await.map(|o| o.metadata)
         }
+        Kind::Role => {
+            let role: Role = serde_json::from_value(object).expect("a Role");
+            ns.api::<Role>().create(&pp, &role).await.map(|o| o.metadata)
+        }
     }
     .unwrap_or_else(|e| panic!("create {} {name}: {e}", kind.name()));
     Made {
@@ -211,11 +222,13 @@ pub(super) async fn make(ns: &TestNamespace, kind: Kind, name: &str, meta: Value
 /// Deletes `object` with `dp`; returns its metadata if the API server kept it for a finalizer
 /// (`orphan`, `foregroundDeletion`), as the deletion's answer showed it.
 pub(super) async fn delete(ns: &TestNamespace, object: &Made, dp: &DeleteParams) -> Option<ObjectMeta> {
-    let name = &object.name;
+    // kube's `Api` writes the name into the path as it is; a Role's may need escaping.
+    let name = &*controller::path_segment(&object.name).expect("a path segment");
     match object.kind {
         Kind::ConfigMap => delete_through(ns.api::<ConfigMap>(), name, dp).await,
         Kind::Secret => delete_through(ns.api::<Secret>(), name, dp).await,
         Kind::Widget => delete_through(widgets(ns), name, dp).await,
+        Kind::Role => delete_through(ns.api::<Role>(), name, dp).await,
     }
 }
 
@@ -255,6 +268,13 @@ async fn objects(ns: &TestNamespace) -> Result<Objects, String> {
         out.insert(
             format!("{WIDGET}/{}", w.metadata.name.clone().unwrap_or_default()),
             w.metadata,
+        );
+    }
+    let roles = ns.api::<Role>().list(&lp).await.map_err(|e| e.to_string())?;
+    for r in roles.items {
+        out.insert(
+            format!("Role/{}", r.metadata.name.clone().unwrap_or_default()),
+            r.metadata,
         );
     }
     Ok(out)

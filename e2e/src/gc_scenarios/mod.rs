@@ -1,6 +1,6 @@
 //! The garbage collector's scenarios, after upstream's e2e and integration tests of it: owners and
-//! dependents are ConfigMaps, Secrets and Widgets (a custom resource, `custom`), kinds no other
-//! controller acts on, with ownerReferences written by hand; owners are deleted with each
+//! dependents are ConfigMaps, Secrets, Widgets (a custom resource, `custom`) and Roles (for names
+//! that need escaping), kinds no other controller acts on, with ownerReferences written by hand; owners are deleted with each
 //! propagation policy, or are missing, of another UID, in another namespace, or namespaced under a
 //! cluster-scoped dependent. Each scenario records what was left and how its references, finalizers
 //! and deletion marks read. Upstream's collector runs them in reference mode; kcm-rs's in bare mode,
@@ -67,6 +67,7 @@ pub fn scenarios() -> Vec<Scenario> {
             custom::custom_dependents_orphan(ns).boxed()
         }),
         Scenario::new("custom-foreground", |ns| custom::custom_foreground(ns).boxed()),
+        Scenario::new("names-to-escape", |ns| names_to_escape(ns).boxed()),
     ]
 }
 
@@ -277,5 +278,45 @@ async fn orphan_then_background(ns: TestNamespace) -> Outcome {
     delete(&ns, &child, &DeleteParams::background()).await;
     let left = until(&ns, "the grandchild deleted with the child", is_empty).await;
     record(&mut out, "after the child's deletion", &left);
+    out
+}
+
+/// Role names the API server accepts (an RBAC name need only be a path segment) that a request's
+/// path must carry escaped: `#` and `?` would end it early, a space and `é` are no URL characters.
+const NAMES_TO_ESCAPE: [&str; 4] = ["ops#1", "ops?1", "ops 1", "ops-é"];
+
+/// Dependents so named go with their owner; a dependent of an owner so named keeps it. The owner is
+/// read fresh once the dependent's other owner, missing, makes the collector look at it: a request
+/// that reached another name would find nothing and delete the dependent.
+async fn names_to_escape(ns: TestNamespace) -> Outcome {
+    let owner = make(&ns, Kind::ConfigMap, "owner", json!({})).await;
+    for name in NAMES_TO_ESCAPE {
+        make(&ns, Kind::Role, name, owned_by(&[&owner], false)).await;
+    }
+    let role_owner = make(&ns, Kind::Role, "ops#owner", json!({})).await;
+    let missing = Made::absent(Kind::ConfigMap, "missing");
+    make(
+        &ns,
+        Kind::ConfigMap,
+        "kept",
+        owned_by(&[&role_owner, &missing], false),
+    )
+    .await;
+    delete(&ns, &owner, &DeleteParams::background()).await;
+    until(
+        &ns,
+        "the owner's Roles deleted and the missing owner's reference dropped",
+        |o| {
+            NAMES_TO_ESCAPE
+                .iter()
+                .all(|n| !o.contains_key(&format!("Role/{n}")))
+                && o.get("ConfigMap/kept")
+                    .is_none_or(|m| m.owner_references.as_ref().is_none_or(|r| r.len() < 2))
+        },
+    )
+    .await;
+    tokio::time::sleep(KEPT_FOR).await;
+    let mut out = Outcome::new();
+    record(&mut out, "left", &snapshot(&ns).await);
     out
 }
