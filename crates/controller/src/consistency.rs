@@ -106,6 +106,16 @@ impl ConsistencyStore {
     pub fn clear(&self, key: &str) {
         self.written.lock().remove(key);
     }
+
+    /// Forgets `key` if what it holds is for the object of `uid`: the object was deleted, or replaced
+    /// under its name (upstream's `Clear` from the delete handler). A record of a newer object of
+    /// that name stays.
+    pub fn forget_object(&self, key: &str, uid: &str) {
+        let mut written = self.written.lock();
+        if written.get(key).is_some_and(|w| w.uid == uid) {
+            written.remove(key);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -163,6 +173,17 @@ mod tests {
         assert!(s.is_empty());
         s.wrote_at("ns/rs", "u1", "pods", Some("140"));
         assert!(s.ensure_ready("ns/rs", |_| 130).is_err());
+    }
+
+    #[test]
+    fn a_deleted_objects_record_goes_and_a_newer_ones_of_its_name_stays() {
+        let s = ConsistencyStore::new();
+        s.wrote_at("ns/rs", "u1", "pods", Some("120"));
+        s.forget_object("ns/rs", "u0");
+        assert_eq!(s.len(), 1, "another object's delete event");
+        s.forget_object("ns/rs", "u1");
+        assert!(s.is_empty());
+        assert_eq!(s.ensure_ready("ns/rs", |_| 0), Ok(()));
     }
 
     #[test]

@@ -162,6 +162,9 @@ impl<P: PodControl> JobController<P> {
             clock: clock.clone(),
             backoff: Arc::new(BackoffStore::default()),
             finished: Arc::default(),
+            consistency: Arc::new(ConsistencyStore::gated(
+                cx.options.features.stale_controller_consistency_job,
+            )),
             delays: options.delays,
         };
         let mut wiring = cx.wiring_of(QUEUE_NAME, queue).with_events(recorder.clone());
@@ -177,9 +180,7 @@ impl<P: PodControl> JobController<P> {
             finished: handlers.finished.clone(),
             clock,
             metrics: options.metrics,
-            consistency: Arc::new(ConsistencyStore::gated(
-                cx.options.features.stale_controller_consistency_job,
-            )),
+            consistency: handlers.consistency.clone(),
         };
         Self {
             wiring,

@@ -6,6 +6,7 @@ use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
 use controller::Clock;
+use controller::ConsistencyStore;
 use controller::Expectations;
 use controller::pod_util::controller_of;
 use controller::resolve_controller;
@@ -41,6 +42,9 @@ pub struct Handlers {
     /// before the old key syncs starts without the old one's failures.
     pub backoff: Arc<BackoffStore>,
     pub finished: Arc<FinishedJobs>,
+    /// Shared with the executor, which records its writes there; dropped with the Job's delete event,
+    /// as upstream.
+    pub consistency: Arc<ConsistencyStore>,
     /// The controller's waits; the handlers batch pod events for its batch period, the sync plans
     /// with all of them.
     pub delays: JobDelays,
@@ -191,6 +195,9 @@ impl EventHandler<Job> for JobHandler {
         let job = job.object();
         let key = ObjectKey::of(&**job);
         self.0.backoff.remove(key.as_str());
+        self.0
+            .consistency
+            .forget_object(key.as_str(), job.metadata.uid.as_deref().unwrap_or_default());
         if let Some(uid) = job.metadata.uid.as_deref() {
             self.0.finished.observed(uid);
         }

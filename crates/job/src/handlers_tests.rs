@@ -52,6 +52,7 @@ fn handlers(jobs: Vec<Job>) -> (Handlers, Arc<Recorded>) {
         clock: Arc::new(FakeClock::at(ts(NOW))),
         backoff: Arc::default(),
         finished: Arc::default(),
+        consistency: Arc::default(),
         delays: JobDelays::UPSTREAM,
     };
     (h, metrics)

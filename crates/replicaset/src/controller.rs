@@ -140,10 +140,14 @@ impl<P: PodControl, K: ReplicaKind> ReplicaSetController<P, K> {
         let replica_sets = cx.owned_informer::<K>();
         let pods = cx.owned_informer::<Pod>();
         let expectations = Arc::new(Expectations::new());
+        let consistency = Arc::new(ConsistencyStore::gated(
+            K::CONSISTENCY_RESOURCE.is_some() && cx.options.features.stale_controller_consistency_replica_set,
+        ));
         let (queue, wiring) = cx.wiring(K::QUEUE_NAME);
         let handlers = Handlers {
             replica_sets: replica_sets.lister(),
             expectations: expectations.clone(),
+            consistency: consistency.clone(),
             queue,
         };
         let mut wiring = wiring.with_events(recorder.clone());
@@ -154,10 +158,7 @@ impl<P: PodControl, K: ReplicaKind> ReplicaSetController<P, K> {
             client: cx.client,
             expectations,
             clock: Arc::new(SystemClock),
-            consistency: Arc::new(ConsistencyStore::gated(
-                K::CONSISTENCY_RESOURCE.is_some()
-                    && cx.options.features.stale_controller_consistency_replica_set,
-            )),
+            consistency,
             kind: std::marker::PhantomData,
         };
         Self {

@@ -4,6 +4,7 @@
 use controller::compact_pod::Pod;
 use std::{sync::Arc, time::Duration};
 
+use controller::ConsistencyStore;
 use controller::Expectations;
 use controller::pod_util::controller_of;
 use controller::pod_util::is_deleting;
@@ -20,6 +21,8 @@ use crate::kind::ReplicaKind;
 pub struct Handlers<K: ReplicaKind = ReplicaSet> {
     pub replica_sets: Lister<K>,
     pub expectations: Arc<Expectations>,
+    /// Shared with the executor, which records its writes there.
+    pub consistency: Arc<ConsistencyStore>,
     pub queue: WorkQueue<ObjectKey>,
 }
 
@@ -59,8 +62,11 @@ impl<K: ReplicaKind> Handlers<K> {
         self.queue.add(key);
     }
 
+    /// As upstream: a ReplicaSet made since under the same name starts with nothing of this one's.
     fn rs_deleted(&self, rs: &K) {
         let key = ObjectKey::of(rs);
+        self.consistency
+            .forget_object(key.as_str(), rs.meta().uid.as_deref().unwrap_or_default());
         self.expectations.delete(key.as_str());
         self.queue.add(key);
     }

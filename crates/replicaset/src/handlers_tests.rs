@@ -23,6 +23,7 @@ fn setup() -> (PodHandler, Handlers) {
     let h = Handlers {
         replica_sets: Lister::new(store),
         expectations: Arc::new(Expectations::new()),
+        consistency: Arc::new(ConsistencyStore::new()),
         queue: WorkQueue::new(),
     };
     (PodHandler(h.clone()), h)
@@ -124,8 +125,14 @@ async fn replicaset_recreated_under_the_same_name_drops_old_expectations() {
     h.expectations.expect_creations("ns/a", 3);
     let old = Arc::new(rs("a", "uid-a", "web", 0));
     let new = Arc::new(rs("a", "uid-a2", "web", 0));
+    h.consistency.wrote_at("ns/a", "uid-a", "pods", Some("900"));
     rh.on_update(&old, &new);
     assert!(h.expectations.satisfied("ns/a"));
+    assert_eq!(
+        h.consistency.ensure_ready("ns/a", |_| 1),
+        Ok(()),
+        "the new one waits for none of the old one's writes, as upstream's deleteRS clears them"
+    );
     assert_eq!(drain(&h.queue), ["ns/a"]);
 }
 
