@@ -90,7 +90,8 @@ impl<P: PodControl> Executor<P> {
         key: &ObjectKey,
         plan: SyncPlan,
     ) -> Result<Option<Duration>, SyncError> {
-        let (outcome, manage_err) = self.manage(key, &plan).await;
+        let (mut outcome, manage_err) = self.manage(key, &plan).await;
+        outcome.done_at = Some(self.clock.now());
         let sp = status_plan(&plan, &outcome);
         for e in &sp.events {
             self.event(&plan.owner, e);

@@ -467,3 +467,39 @@ async fn pod_creation_metrics_count_attempts_as_upstream() {
         ["created new succeeded 3", "created new failed 1"]
     );
 }
+
+/// A resumed Job's startTime and Suspended=False condition carry the time the pod writes were done
+/// (upstream reads its clock after `manageJob`): at the client's QPS the creates of a large Job take
+/// seconds, and its activeDeadlineSeconds counts from their end.
+#[tokio::test]
+async fn a_resumed_job_starts_when_its_pods_were_made() {
+    use k8s_openapi::api::batch::v1::JobCondition;
+    let mut j = job(2, Some(2));
+    j.spec.as_mut().unwrap().suspend = Some(false);
+    j.status.get_or_insert_default().conditions = Some(vec![JobCondition {
+        type_: "Suspended".into(),
+        status: "True".into(),
+        reason: Some("JobSuspended".into()),
+        last_transition_time: Some(Time(ts(10))),
+        ..JobCondition::default()
+    }]);
+    let c = server(j, vec![]);
+    let mut p = Process::start(&c);
+    // The plan is made at NOW; the writes end 14 s later.
+    p.executor.clock = Arc::new(FakeClock::at(ts(NOW + 14)));
+    p.sync().await.expect("sync");
+    let status = stored_job(&c).status.unwrap();
+    assert_eq!(c.list::<Pod>().len(), 2);
+    assert_eq!(status.start_time, Some(Time(ts(NOW + 14))));
+    let suspended = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Suspended")
+        .unwrap();
+    assert_eq!(
+        (suspended.status.as_str(), suspended.last_transition_time.clone()),
+        ("False", Some(Time(ts(NOW + 14))))
+    );
+    assert_eq!(p.events(), ["SuccessfulCreate", "SuccessfulCreate", "Resumed"]);
+}

@@ -74,9 +74,16 @@ pub(super) fn count(job: &Job, pods: &[Arc<Pod>], expected_rm_finalizers: &HashS
         .filter(|p| match_pod_failure_policy(policy, p).count_failed)
         .count();
     let (succeeded_before, failed_before) = status.map_or((None, None), |s| (s.succeeded, s.failed));
-    let succeeded =
-        succeeded_before.unwrap_or(0) + len_i32(new_succeeded.len()) + len_i32(uncounted_succeeded.len());
-    let failed = failed_before.unwrap_or(0) + len_i32(counted_failures) + len_i32(uncounted_failed.len());
+    // Wrapping, as upstream's int32 sums: the API server takes any count >= 0 in a status write, and
+    // the sum past i32::MAX is then refused as upstream's is, not a panic in a debug build.
+    let succeeded = succeeded_before
+        .unwrap_or(0)
+        .wrapping_add(len_i32(new_succeeded.len()))
+        .wrapping_add(len_i32(uncounted_succeeded.len()));
+    let failed = failed_before
+        .unwrap_or(0)
+        .wrapping_add(len_i32(counted_failures))
+        .wrapping_add(len_i32(uncounted_failed.len()));
     Counts {
         active,
         ready,

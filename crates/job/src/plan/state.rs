@@ -176,6 +176,11 @@ pub(crate) struct ManageOutcome {
     pub(crate) created: i32,
     /// Every deletion asked for succeeded (finishing Jobs keep their condition only then).
     pub(crate) all_deleted: bool,
+    /// When the writes were done, which the conditions made after them carry (SuccessCriteriaMet,
+    /// Suspended) and a resumed Job's startTime, as upstream reads its clock after `manageJob`: the
+    /// creates of a large resumed Job take seconds at the client's QPS, and its deadline counts from
+    /// their end. `None`: the plan's time (a prediction, as shadow mode's).
+    pub(crate) done_at: Option<Timestamp>,
 }
 
 impl ManageOutcome {
@@ -196,6 +201,7 @@ impl ManageOutcome {
             ),
             created,
             all_deleted: true,
+            done_at: None,
         }
     }
 }

@@ -24,7 +24,7 @@ pub(super) fn after_pod_writes(plan: &SyncPlan, outcome: &ManageOutcome) -> Stat
         let stands = outcome.all_deleted && plan.expectations_satisfied;
         (plan.finished.clone().filter(|_| stands), false)
     } else {
-        completion_or_suspension(plan, status, active, &mut events)
+        completion_or_suspension(plan, outcome, status, active, &mut events)
     };
     needs_flush |= active != status.active.unwrap_or(0);
     needs_flush |= status.ready != Some(ready) || status.terminating != Some(terminating);
@@ -45,11 +45,12 @@ pub(super) fn after_pod_writes(plan: &SyncPlan, outcome: &ManageOutcome) -> Stat
 /// condition and whether the status changed.
 fn completion_or_suspension(
     plan: &SyncPlan,
+    outcome: &ManageOutcome,
     status: &mut JobStatus,
     active: i32,
     events: &mut Vec<PlannedEvent>,
 ) -> (Option<JobCondition>, bool) {
-    let now = plan.now;
+    let now = outcome.done_at.unwrap_or(plan.now);
     let complete = match completions(&plan.job) {
         None => plan.succeeded > 0 && active == 0,
         Some(c) => plan.succeeded >= c && active == 0,

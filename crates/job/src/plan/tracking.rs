@@ -81,7 +81,8 @@ pub(super) fn move_counted(status: &mut JobStatus, with_finalizer: &HashSet<Stri
         let moved = before - uids.len();
         if moved > 0 {
             changed = true;
-            *counter = Some(counter.unwrap_or(0) + len_i32(moved));
+            // Wrapping, as upstream's int32 sum (see `counting`).
+            *counter = Some(counter.unwrap_or(0).wrapping_add(len_i32(moved)));
         }
         if uids.is_empty() {
             *list = None;

@@ -133,6 +133,23 @@ fn past_and_new_finished_pods() {
     assert_eq!((a.succeeded, a.failed), (Some(5), Some(6)));
 }
 
+/// The API server takes any count >= 0 in a status write. Past i32::MAX, upstream's int32 sums wrap
+/// (and its write is refused); a debug build must not panic on them either.
+#[test]
+fn counts_past_i32_max_wrap_as_upstreams_do() {
+    let j = with_status(job(1, None), i32::MAX, i32::MAX, uncounted(&["e"], &["f"]));
+    let pods = vec![
+        pod("e").succeeded().no_finalizer(),
+        pod("a").succeeded(),
+        pod("b").failed(),
+    ];
+    let sp = track(&j, pods, None, &[]);
+    assert_eq!(
+        (sp.status.succeeded, sp.status.failed),
+        (Some(i32::MIN), Some(i32::MIN))
+    );
+}
+
 #[test]
 fn expecting_removed_finalizers() {
     let j = with_status(job(1, None), 2, 3, uncounted(&["a", "g"], &["b", "h"]));
