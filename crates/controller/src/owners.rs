@@ -57,14 +57,27 @@ pub fn controlled_by<K: Resource>(store: &Store<K>, uid: &str) -> Vec<Arc<K>> {
     store.by_index(OWNER_INDEX, &owned_by(uid)).unwrap_or_default()
 }
 
-/// The pods whose controller reference names this owner by kind and name as well as UID, as
-/// upstream's pod controllers list them (`FilterPodsByOwner`, whose index key holds all three): a
-/// reference that carries the owner's UID under another kind or name makes the pod no one's, never
-/// counted or deleted. (Claims over ReplicaSets go by UID alone, there and here: [`candidates`].)
-pub fn controlled_pods<K: Resource>(store: &Store<K>, kind: &str, name: &str, uid: &str) -> Vec<Arc<K>> {
+/// The pods in `namespace` whose controller reference names this owner by kind and name as well as
+/// UID, as upstream's pod controllers list them (`FilterPodsByOwner`, whose index key holds all four):
+/// a reference that carries the owner's UID under another kind or name, or from another namespace,
+/// makes the pod no one's, never counted or deleted. (Claims over ReplicaSets go by UID alone, there
+/// and here: [`candidates`].)
+pub fn controlled_pods<K: Resource>(
+    store: &Store<K>,
+    namespace: &str,
+    kind: &str,
+    name: &str,
+    uid: &str,
+) -> Vec<Arc<K>> {
     let mut found = controlled_by(store, uid);
-    found.retain(|o| controller_of(o.meta()).is_some_and(|r| r.kind == kind && r.name == name));
+    found.retain(|o| names_owner(o.meta(), namespace, kind, name));
     found
+}
+
+/// Whether `meta` is in `namespace` with a controller reference of this kind and name.
+fn names_owner(meta: &ObjectMeta, namespace: &str, kind: &str, name: &str) -> bool {
+    meta.namespace.as_deref().unwrap_or_default() == namespace
+        && controller_of(meta).is_some_and(|r| r.kind == kind && r.name == name)
 }
 
 /// [`candidates`] for a pod controller: the orphans, and of its own only those [`controlled_pods`]
@@ -74,9 +87,11 @@ where
     K: Resource,
     O: Resource<DynamicType = ()>,
 {
-    let (kind, name) = (O::kind(&()), owner.meta().name.as_deref().unwrap_or_default());
+    let meta = owner.meta();
+    let ns = meta.namespace.as_deref().unwrap_or_default();
+    let (kind, name) = (O::kind(&()), meta.name.as_deref().unwrap_or_default());
     let mut found = candidates(store, owner);
-    found.retain(|o| controller_of(o.meta()).is_none_or(|r| r.kind == kind && r.name == name));
+    found.retain(|o| controller_of(o.meta()).is_none() || names_owner(o.meta(), ns, &kind, name));
     found
 }
 

@@ -55,25 +55,29 @@ fn candidates_are_the_owners_own_objects_and_the_orphans_of_its_namespace() {
     assert_eq!(names(&controlled_by(&store, "uid-b")), ["theirs"]);
 }
 
-/// A pod controller's candidates: its own pods by kind, name and UID, and the orphans; a pod whose
-/// reference has the owner's UID under another name or kind is left out, as upstream's index key.
+/// A pod controller's candidates: its own pods by namespace, kind, name and UID, and the orphans; a
+/// pod whose reference has the owner's UID under another name or kind, or from another namespace,
+/// is left out, as upstream's index key.
 #[test]
-fn a_pod_controllers_candidates_need_its_kind_and_name_too() {
+fn a_pod_controllers_candidates_need_its_namespace_kind_and_name_too() {
+    let mut elsewhere = pod("elsewhere").owner("ReplicaSet", "a", "uid-a").build();
+    elsewhere.metadata.namespace = Some("other".into());
     let store = store_of(vec![
         pod("mine").owner("ReplicaSet", "a", "uid-a").build(),
         pod("other-name").owner("ReplicaSet", "b", "uid-a").build(),
         pod("other-kind").owner("Job", "a", "uid-a").build(),
+        elsewhere,
         pod("orphan").build(),
     ]);
     let owner = rs("a", "uid-a", "x");
     assert_eq!(names(&pod_candidates(&store, &owner)), ["mine", "orphan"]);
     assert_eq!(
-        names(&controlled_pods(&store, "ReplicaSet", "a", "uid-a")),
+        names(&controlled_pods(&store, "ns", "ReplicaSet", "a", "uid-a")),
         ["mine"]
     );
     assert_eq!(
         names(&candidates(&store, &owner)),
-        ["mine", "orphan", "other-kind", "other-name"],
+        ["elsewhere", "mine", "orphan", "other-kind", "other-name"],
         "claims over ReplicaSets go by UID alone"
     );
 }

@@ -134,13 +134,21 @@ impl DeploymentController {
         now: Timestamp,
     ) -> Option<SyncPlan> {
         // A ReplicaSet's pods as upstream's `getPodMapForDeployment` finds them: by the
-        // ReplicaSet's kind, name and UID.
+        // ReplicaSet's namespace, kind, name and UID.
         let pods_of = |uid: &str| {
             replica_sets
                 .iter()
                 .find(|rs| rs.metadata.uid.as_deref() == Some(uid))
                 .and_then(|rs| rs.metadata.name.as_deref())
-                .map(|name| controlled_pods(self.pods.store(), "ReplicaSet", name, uid))
+                .map(|name| {
+                    controlled_pods(
+                        self.pods.store(),
+                        key.namespace().unwrap_or_default(),
+                        "ReplicaSet",
+                        name,
+                        uid,
+                    )
+                })
                 .unwrap_or_default()
         };
         let input = SyncInput {
