@@ -10,15 +10,12 @@ use controller::Context;
 use controller::Controller;
 use controller::Decided;
 use controller::EventRecorder;
-use controller::Owner;
 use controller::Steps;
 use controller::SystemClock;
 use controller::Wiring;
 use controller::candidates;
 use controller::controlled_pods;
-use controller::events::TYPE_WARNING;
 use controller::features::FeatureGates;
-use controller::object_reference;
 use controller::shadow::ShadowState;
 use informer::{ObjectKey, SharedInformer};
 use k8s_openapi::{
@@ -38,10 +35,6 @@ use crate::{
 pub const QUEUE_NAME: &str = "deployment";
 /// The events' source component (upstream: `deployment-controller`).
 pub const COMPONENT: &str = "deployment-controller";
-/// Event reasons for Deployments that cannot be planned for. Upstream retries these errors 15 times
-/// and then drops the key with a log line only; an event tells the user why nothing happens.
-pub const REASON_INVALID_SELECTOR: &str = "InvalidSelector";
-pub const REASON_INVALID_STRATEGY: &str = "InvalidStrategy";
 
 /// What is this controller's alone; the rest comes with its [`Context`]. Of the feature gates it
 /// reads DeploymentReplicaSetTerminatingReplicas, for the status's terminatingReplicas.
@@ -124,15 +117,14 @@ impl DeploymentController {
         }
     }
 
-    /// The plan for `d` over `replica_sets`, its candidates; a Deployment that cannot be planned
-    /// for is reported and gets `None`.
+    /// The plan for `d` over `replica_sets`, its candidates.
     fn plan(
         &self,
         key: &ObjectKey,
         d: &Deployment,
         replica_sets: &[Arc<ReplicaSet>],
         now: Timestamp,
-    ) -> Option<SyncPlan> {
+    ) -> Result<SyncPlan, PlanError> {
         // A ReplicaSet's pods as upstream's `getPodMapForDeployment` finds them: by the
         // ReplicaSet's namespace, kind, name and UID.
         let pods_of = |uid: &str| {
@@ -158,23 +150,6 @@ impl DeploymentController {
             now,
         };
         plan_sync_with(&input, self.features)
-            .inspect_err(|e| self.report(d, key, e))
-            .ok()
-    }
-
-    /// A Deployment that cannot be planned for: logged and told in an event, not retried.
-    fn report(&self, d: &Deployment, key: &ObjectKey, e: &PlanError) {
-        tracing::error!(deployment = %key, "{e}");
-        let reason = match e {
-            PlanError::InvalidSelector { .. } => REASON_INVALID_SELECTOR,
-            PlanError::Strategy { .. } => REASON_INVALID_STRATEGY,
-        };
-        self.executor.recorder.record(
-            &object_reference(&Owner::of(d)),
-            TYPE_WARNING,
-            reason,
-            e.to_string(),
-        );
     }
 }
 
@@ -225,9 +200,7 @@ impl Steps for DeploymentController {
         let started = Instant::now();
         let candidates = candidates(self.replica_sets.store(), &*d);
         let now = self.executor.clock.now();
-        let Some(plan) = self.plan(key, &d, &candidates, now) else {
-            return Ok(Decided::Nothing(None));
-        };
+        let plan = self.plan(key, &d, &candidates, now)?;
         Ok(Decided::Plan(Planned {
             d,
             candidates,
@@ -259,9 +232,7 @@ impl Steps for DeploymentController {
                     .any(|uid| rs.metadata.uid.as_deref() == Some(uid.as_str()))
             })
             .collect();
-        let Some(plan) = self.plan(key, &p.d, &candidates, p.now) else {
-            return Ok(Decided::Nothing(None));
-        };
+        let plan = self.plan(key, &p.d, &candidates, p.now)?;
         Ok(Decided::Plan(Planned {
             candidates,
             plan,

@@ -30,7 +30,7 @@ use kube::{
 
 use crate::{
     conditions::{self, FALSE, PROGRESSING},
-    plan::{Actions, Decision, MSG_SELECTING_ALL, REASON_SELECTING_ALL, RsWrite, SyncPlan},
+    plan::{Actions, Decision, MSG_SELECTING_ALL, PlanError, REASON_SELECTING_ALL, RsWrite, SyncPlan},
     replica_sets as rsu, spec,
 };
 
@@ -53,6 +53,10 @@ pub enum SyncError {
     Status { key: ObjectKey, source: ControlError },
     #[error("rolling back {key}: {source}")]
     Rollback { key: ObjectKey, source: ControlError },
+    /// As upstream: an error, retried with backoff and told in no event, that only a change to the
+    /// Deployment fixes (a selector that does not parse, a maxSurge percentage past int32).
+    #[error(transparent)]
+    Plan(#[from] PlanError),
 }
 
 /// The writes of one Deployment controller.

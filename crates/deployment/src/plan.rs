@@ -115,8 +115,8 @@ pub struct SyncPlan {
     pub decision: Decision,
 }
 
-/// Why a Deployment cannot be planned for. Reported (event and log) and not retried: only a change to
-/// the object can fix it.
+/// Why a Deployment cannot be planned for: only a change to the object can fix it. Upstream's sync
+/// returns these as errors, logged and retried with backoff, and records no event; so does kcm-rs.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     #[error("Deployment {key} has an invalid selector: {source}")]

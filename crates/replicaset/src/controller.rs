@@ -21,8 +21,6 @@ use controller::Steps;
 use controller::SystemClock;
 use controller::Wiring;
 use controller::controlled_by;
-use controller::events::TYPE_WARNING;
-use controller::object_reference;
 use controller::pod_candidates;
 use controller::pod_util::controller_of;
 use controller::shadow::ShadowState;
@@ -44,8 +42,6 @@ use crate::{
 pub const QUEUE_NAME: &str = <ReplicaSet as ReplicaKind>::QUEUE_NAME;
 /// The events' source component (upstream: `replicaset-controller`).
 pub const COMPONENT: &str = <ReplicaSet as ReplicaKind>::COMPONENT;
-/// Event reason for a ReplicaSet whose selector cannot be parsed. Upstream only logs this case.
-pub const REASON_INVALID_SELECTOR: &str = "InvalidSelector";
 
 /// What is this controller's alone; the rest comes with its [`Context`]. Of the feature gates it
 /// reads `StaleControllerConsistencyReplicaSet` and those its plan takes ([`ReplicaKind::plan_gates`]).
@@ -86,7 +82,6 @@ pub struct ReplicaSetController<P, K: ReplicaKind = ReplicaSet> {
     replica_sets: SharedInformer<K>,
     pods: SharedInformer<Pod>,
     executor: Executor<P, K>,
-    recorder: EventRecorder,
     features: controller::features::FeatureGates,
     options: ReplicaSetOptions,
     /// Set in shadow mode: plans are compared with what upstream did instead of executed.
@@ -167,7 +162,6 @@ impl<P: PodControl, K: ReplicaKind> ReplicaSetController<P, K> {
             replica_sets,
             pods,
             executor,
-            recorder,
             features: cx.options.features,
             options,
             shadow: None,
@@ -299,13 +293,9 @@ impl<P: PodControl, K: ReplicaKind> Steps for ReplicaSetController<P, K> {
         let plan = match plan_sync_for(&input, owner.clone(), || self.related_pods(&obj)) {
             Ok(plan) => plan,
             Err(e @ PlanError::InvalidSelector { .. }) => {
+                // As upstream: logged, not retried, and told in no event; only a change to the
+                // object fixes it.
                 tracing::error!(replica_set = %key, "{e}");
-                self.recorder.record(
-                    &object_reference(&owner),
-                    TYPE_WARNING,
-                    REASON_INVALID_SELECTOR,
-                    e.to_string(),
-                );
                 return Ok(Decided::Nothing(None));
             }
         };
