@@ -1,7 +1,7 @@
 //! Which pods a ReplicaSet deletes first when it scales down (upstream `ActivePodsWithRanks`, with
 //! pod-deletion-cost and logarithmic scale-down, both on by default since 1.22/1.31).
 //!
-//! # A total order, where upstream's is not
+//! # Upstream's comparison, and a sort that takes it
 //!
 //! Upstream's `Less` is not a strict weak order. In the two time tiers (6: ready since, 8: created)
 //! two pods whose times differ but fall in the same log2 bucket are ordered by UID, while two pods
@@ -11,20 +11,15 @@
 //! tolerates that (the result is just some order); Rust's sorts may panic on it, and did, in the
 //! workers of this controller.
 //!
-//! Here every pod gets a key and keys compare lexicographically, which is a total order by
-//! construction. In a time tier, pods with the same preceding tiers are grouped by their exact time;
-//! a group's place within its bucket is the smallest UID in the group, and the pods of one group
-//! (exactly equal times) fall through to the next tier, as upstream. So the two orders agree:
-//! * for any two pods on their own (upstream decides every pair consistently);
-//! * whenever every time in a bucket is distinct (upstream: UID order) or all are equal (upstream:
-//!   the next tiers).
-//!
-//! They can differ only where a bucket mixes equal and distinct times, which is exactly where
-//! upstream's own order depends on how its sort happens to visit the pods. The last tie-break, for
-//! pods equal in every tier, is the UID (upstream leaves such ties to its unstable sort).
+//! So the comparison here is upstream's, tier by tier ([`less`]), and the pods are sorted by a merge
+//! sort of this module's own ([`merge_sort`]), which neither panics nor loops whatever the comparison
+//! says. Where upstream's comparison orders the pods consistently (often with pods Ready or created
+//! in the same second, as KWOK's and a kubelet's batches are), that order is the only one there is,
+//! and both sorts find it; only where it has a cycle is the result some order, as upstream's is. Pods
+//! equal in every tier, which upstream leaves to its unstable sort, go by UID.
 
 use crate::compact_pod::Pod;
-use std::{cmp::Reverse, collections::HashMap, sync::Arc};
+use std::{collections::HashMap, sync::Arc};
 
 use k8s_openapi::jiff::Timestamp;
 
@@ -70,12 +65,10 @@ pub fn pods_to_delete_with(
     if count >= pods.len() {
         return pods.to_vec();
     }
-    let mut ranked: Vec<(RankKey<'_>, &Arc<Pod>)> = rank_keys(pods, related, now, options)
-        .into_iter()
-        .zip(pods)
-        .collect();
-    ranked.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
-    ranked.into_iter().take(count).map(|(_, p)| p.clone()).collect()
+    let keys = rank_keys(pods, related, now, options);
+    let mut order: Vec<usize> = (0..pods.len()).collect();
+    merge_sort(&mut order, |&i, &j| less(&keys[i], &keys[j]));
+    order.into_iter().take(count).map(|i| pods[i].clone()).collect()
 }
 
 /// Each pod's key, in the order of `pods`. Each pod's facts are computed once, not at every
@@ -90,69 +83,91 @@ pub(crate) fn rank_keys<'a>(
     for p in related.iter().filter(|p| is_active(p)) {
         *on_node.entry(node(p)).or_default() += 1;
     }
-    let mut keys: Vec<RankKey<'a>> = pods
-        .iter()
+    pods.iter()
         .map(|p| {
             let rank = on_node.get(node(p)).copied().unwrap_or(0);
             RankKey::new(p, rank, now, options)
         })
-        .collect();
-    // Tier 6: the group of pods Ready at exactly the same time, among those equal in tiers 1-5.
-    let ready_times: Vec<Option<i128>> = pods
-        .iter()
-        .zip(&keys)
-        .map(|(p, k)| {
-            if k.ready {
-                ready_since(p).map(|t| t.as_nanosecond())
-            } else {
-                None
-            }
-        })
-        .collect();
-    let groups = smallest_uid_per_group(&keys, &ready_times, RankKey::before_ready_age);
-    for ((key, time), group) in keys.iter_mut().zip(&ready_times).zip(groups) {
-        if let (Some(_), TimeRank::At { group_uid, .. }) = (time, &mut key.ready_age) {
-            *group_uid = group;
-        }
-    }
-    // Tier 8: the group of pods created at exactly the same time, among those equal in tiers 1-7.
-    let created_times: Vec<Option<i128>> = pods
-        .iter()
-        .map(|p| created(p).map(|t| t.as_nanosecond()))
-        .collect();
-    let groups = smallest_uid_per_group(&keys, &created_times, RankKey::before_created_age);
-    for ((key, time), group) in keys.iter_mut().zip(&created_times).zip(groups) {
-        if let (Some(_), TimeRank::At { group_uid, .. }) = (time, &mut key.created_age) {
-            *group_uid = group;
-        }
-    }
-    keys
-}
-
-/// For each key with a time, the smallest UID among the keys with the same `prefix` and exactly the
-/// same time ("" for keys without a time).
-fn smallest_uid_per_group<'a, P: Eq + std::hash::Hash>(
-    keys: &[RankKey<'a>],
-    times: &[Option<i128>],
-    prefix: impl Fn(&RankKey<'a>) -> P,
-) -> Vec<&'a str> {
-    let mut smallest: HashMap<(P, i128), &'a str> = HashMap::new();
-    for (key, time) in keys.iter().zip(times) {
-        if let Some(t) = time {
-            smallest
-                .entry((prefix(key), *t))
-                .and_modify(|u| *u = (*u).min(key.uid))
-                .or_insert(key.uid);
-        }
-    }
-    keys.iter()
-        .zip(times)
-        .map(|(key, time)| time.map_or("", |t| smallest[&(prefix(key), t)]))
         .collect()
 }
 
-/// What the ranking looks at, for one pod, in comparison order: smaller goes first.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+/// Sorts `items` by `less`, stably. Unlike the standard library's sorts it neither panics nor loops
+/// on a comparison that is no strict weak order (it only ever compares two items it holds, and moves
+/// each item once per pass); where `less` is a strict total order on `items`, the result is the one
+/// order it defines. Bottom-up, O(n log n) comparisons.
+pub(crate) fn merge_sort<T: Copy>(items: &mut Vec<T>, less: impl Fn(&T, &T) -> bool) {
+    let n = items.len();
+    let mut from = std::mem::take(items);
+    let mut into = from.clone();
+    let mut width = 1;
+    while width < n {
+        for start in (0..n).step_by(2 * width) {
+            let mid = (start + width).min(n);
+            let end = (start + 2 * width).min(n);
+            let (mut l, mut r) = (start, mid);
+            for slot in &mut into[start..end] {
+                // Take from the right only when it goes strictly first: equal items keep their order.
+                let right = r < end && (l == mid || less(&from[r], &from[l]));
+                *slot = if right { from[r] } else { from[l] };
+                if right { r += 1 } else { l += 1 }
+            }
+        }
+        std::mem::swap(&mut from, &mut into);
+        width *= 2;
+    }
+    *items = from;
+}
+
+/// Upstream's `Less`, tier by tier: whether `a` goes before `b`. Pods equal in every tier go by UID.
+pub(crate) fn less(a: &RankKey<'_>, b: &RankKey<'_>) -> bool {
+    if a.assigned != b.assigned {
+        return !a.assigned;
+    }
+    if a.phase != b.phase {
+        return a.phase < b.phase;
+    }
+    if a.ready != b.ready {
+        return !a.ready;
+    }
+    if a.cost != b.cost {
+        return a.cost < b.cost;
+    }
+    if a.rank != b.rank {
+        return a.rank > b.rank;
+    }
+    if a.ready
+        && let Some(first) = time_first(a.ready_since, b.ready_since, a.uid, b.uid)
+    {
+        return first;
+    }
+    if a.restarts != b.restarts {
+        return a.restarts > b.restarts;
+    }
+    if a.sidecar_restarts != b.sidecar_restarts {
+        return a.sidecar_restarts > b.sidecar_restarts;
+    }
+    if let Some(first) = time_first(a.created, b.created, a.uid, b.uid) {
+        return first;
+    }
+    a.uid < b.uid
+}
+
+/// A time tier of upstream's `Less`: `None` when the times are exactly equal (the next tier decides);
+/// else a zero time first, then the younger log2 bucket, then within a bucket the smaller UID.
+fn time_first(a: TimeFact, b: TimeFact, uid_a: &str, uid_b: &str) -> Option<bool> {
+    if a.nanos == b.nanos {
+        return None;
+    }
+    Some(match (a.nanos, b.nanos) {
+        (None, _) => true,
+        (_, None) => false,
+        _ if a.bucket == b.bucket => uid_a < uid_b,
+        _ => a.bucket < b.bucket,
+    })
+}
+
+/// What the ranking looks at, for one pod, tier by tier (see [`less`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RankKey<'a> {
     /// 1. Unassigned before assigned.
     pub(crate) assigned: bool,
@@ -163,43 +178,30 @@ pub(crate) struct RankKey<'a> {
     /// 4. Lower pod-deletion-cost first (0 with the gate off).
     pub(crate) cost: i32,
     /// 5. More active related pods on the same node first.
-    pub(crate) rank: Reverse<usize>,
-    /// 6. Both ready: ready for less time first (`TimeRank::None` when not ready).
-    pub(crate) ready_age: TimeRank<'a>,
+    pub(crate) rank: usize,
+    /// 6. Both ready: ready for less time first (a zero time when not ready: never compared).
+    pub(crate) ready_since: TimeFact,
     /// 7. More restarts of regular containers first, then of sidecar (restartable init) containers.
-    pub(crate) restarts: Reverse<i32>,
-    pub(crate) sidecar_restarts: Reverse<i32>,
+    pub(crate) restarts: i32,
+    pub(crate) sidecar_restarts: i32,
     /// 8. Newer first.
-    pub(crate) created_age: TimeRank<'a>,
+    pub(crate) created: TimeFact,
     /// Equal in every tier: a stable, arbitrary choice.
     pub(crate) uid: &'a str,
 }
 
-/// A time in a ranking tier. `Zero` (no time) sorts first, as upstream's zero `metav1.Time`; then
-/// the base-2 logarithm of the age in nanoseconds (younger first), so that pods of similar age are
-/// not told apart by small clock differences; then the group of exactly equal times (see the module
-/// docs).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum TimeRank<'a> {
-    /// The tier does not apply (tier 6 for pods that are not ready): equal to every other `None`.
-    None,
-    Zero,
-    At {
-        bucket: i64,
-        group_uid: &'a str,
-    },
+/// A time of a ranking tier: exact, for the equality test, and its log2 age bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TimeFact {
+    /// Nanoseconds since 1970; `None` for upstream's zero time.
+    pub(crate) nanos: Option<i128>,
+    /// Go's `int(math.Log2(float64(now - t)))`; -1 for a time not in the past (or a zero one).
+    pub(crate) bucket: i64,
 }
-
-type ReadyPrefix = (bool, u8, bool, i32, Reverse<usize>);
 
 impl<'a> RankKey<'a> {
     fn new(p: &'a Pod, rank: usize, now: Timestamp, options: RankingOptions) -> Self {
         let ready = is_ready(p);
-        let ready_age = if ready {
-            time_rank(ready_since(p), now)
-        } else {
-            TimeRank::None
-        };
         RankKey {
             assigned: !node(p).is_empty(),
             phase: phase_ordinal(p),
@@ -209,37 +211,21 @@ impl<'a> RankKey<'a> {
             } else {
                 0
             },
-            rank: Reverse(rank),
-            ready_age,
-            restarts: Reverse(max_container_restarts(p)),
-            sidecar_restarts: Reverse(max_sidecar_restarts(p)),
-            created_age: time_rank(created(p), now),
+            rank,
+            ready_since: time_fact(ready_since(p).filter(|_| ready), now),
+            restarts: max_container_restarts(p),
+            sidecar_restarts: max_sidecar_restarts(p),
+            created: time_fact(created(p), now),
             uid: uid(p),
         }
     }
-
-    fn before_ready_age(&self) -> ReadyPrefix {
-        (self.assigned, self.phase, self.ready, self.cost, self.rank)
-    }
-
-    fn before_created_age(&self) -> (ReadyPrefix, TimeRank<'a>, Reverse<i32>, Reverse<i32>) {
-        (
-            self.before_ready_age(),
-            self.ready_age.clone(),
-            self.restarts,
-            self.sidecar_restarts,
-        )
-    }
 }
 
-/// A missing time is upstream's zero time; the group is filled in by [`rank_keys`].
-fn time_rank<'a>(t: Option<Timestamp>, now: Timestamp) -> TimeRank<'a> {
-    match t {
-        None => TimeRank::Zero,
-        Some(t) => TimeRank::At {
-            bucket: log2_age(t, now),
-            group_uid: "",
-        },
+/// A missing time is upstream's zero time.
+fn time_fact(t: Option<Timestamp>, now: Timestamp) -> TimeFact {
+    TimeFact {
+        nanos: t.map(|t| t.as_nanosecond()),
+        bucket: t.map_or(-1, |t| log2_age(t, now)),
     }
 }
 
@@ -275,47 +261,6 @@ fn created(p: &Pod) -> Option<Timestamp> {
 
 fn uid(p: &Pod) -> &str {
     p.metadata.uid.as_deref().unwrap_or("")
-}
-
-/// Upstream's pairwise `Less` as a comparison, for tests: what the order must agree with on any two
-/// pods taken on their own.
-#[cfg(test)]
-pub(crate) fn upstream_pair_order(
-    a: &Pod,
-    rank_a: usize,
-    b: &Pod,
-    rank_b: usize,
-    now: Timestamp,
-) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    let pods = [Arc::new(a.clone()), Arc::new(b.clone())];
-    let ka = RankKey::new(&pods[0], rank_a, now, RankingOptions::default());
-    let kb = RankKey::new(&pods[1], rank_b, now, RankingOptions::default());
-    // Exactly equal times fall through; otherwise bucket then UID.
-    let time_tier = |ta: Option<Timestamp>, tb: Option<Timestamp>, ra: &TimeRank<'_>, rb: &TimeRank<'_>| {
-        if ta == tb {
-            return Ordering::Equal;
-        }
-        match (ra, rb) {
-            (TimeRank::At { bucket: x, .. }, TimeRank::At { bucket: y, .. }) if x == y => ka.uid.cmp(kb.uid),
-            (TimeRank::At { bucket: x, .. }, TimeRank::At { bucket: y, .. }) => x.cmp(y),
-            _ => ra.cmp(rb),
-        }
-    };
-    let ready_a = ready_since(a).filter(|_| ka.ready);
-    let ready_b = ready_since(b).filter(|_| kb.ready);
-    ka.before_ready_age()
-        .cmp(&kb.before_ready_age())
-        .then_with(|| {
-            if ka.ready && kb.ready {
-                time_tier(ready_a, ready_b, &ka.ready_age, &kb.ready_age)
-            } else {
-                Ordering::Equal
-            }
-        })
-        .then_with(|| ka.restarts.cmp(&kb.restarts))
-        .then_with(|| ka.sidecar_restarts.cmp(&kb.sidecar_restarts))
-        .then_with(|| time_tier(created(a), created(b), &ka.created_age, &kb.created_age))
 }
 
 #[cfg(test)]
