@@ -48,7 +48,7 @@ fn main() {
         let now = Instant::now();
         let started = cpu_time::ProcessTime::now();
         for (i, ev) in events.iter().enumerate() {
-            std::hint::black_box(c.correlate(ev, now, i as u64));
+            std::hint::black_box(c.correlate(ev, now, i as u64, i as u64));
         }
         let elapsed = started.elapsed();
         let after = dhat::HeapStats::get().curr_bytes;

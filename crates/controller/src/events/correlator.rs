@@ -116,9 +116,16 @@ impl Correlator {
     /// Decides what `ev` becomes at `now`; `None` when the spam filter drops it. Every event is
     /// counted under its key before the filter sees it, as client-go's `eventObserve` runs before its
     /// `filterFunc`: a repeat that the filter lets through later carries every occurrence in its
-    /// count, and a first event, named by `stamp` (nanoseconds since 1970), keeps that name for the
-    /// repeats whether or not it was written.
-    pub fn correlate(&mut self, ev: &EventRecord, now: Instant, stamp: u64) -> Option<Decision> {
+    /// count, and a first event, named by its stamp (nanoseconds since 1970), keeps that name for the
+    /// repeats whether or not it was written. That stamp is `recorded`, when the event was recorded,
+    /// or for a combined event, which the correlator makes, `made`.
+    pub fn correlate(
+        &mut self,
+        ev: &EventRecord,
+        now: Instant,
+        recorded: u64,
+        made: u64,
+    ) -> Option<Decision> {
         let o = &ev.object;
         let object = (
             o.kind.as_deref(),
@@ -155,6 +162,7 @@ impl Correlator {
             )
         };
         let existing = self.observed.get(&key).copied();
+        let stamp = if combine { made } else { recorded };
         let observed = existing.map_or(Existing { stamp, count: 1 }, |e| Existing {
             stamp: e.stamp,
             count: e.count.saturating_add(1),

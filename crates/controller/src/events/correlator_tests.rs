@@ -20,7 +20,25 @@ fn event(object: &str, reason: &'static str, message: &str) -> EventRecord {
 
 /// Feeds `ev` through the correlator as the writer does, naming a first event by stamp 1.
 fn write(c: &mut Correlator, ev: &EventRecord, now: Instant) -> Option<Decision> {
-    c.correlate(ev, now, 1)
+    c.correlate(ev, now, 1, 1)
+}
+
+/// A first event is named by when it was recorded, however long it waited to be written; a combined
+/// one by when the correlator made it, as client-go's aggregator names it at its own time.
+#[tokio::test(start_paused = true)]
+async fn an_event_is_stamped_when_recorded_and_a_combined_one_when_made() {
+    let mut c = Correlator::default();
+    let now = Instant::now();
+    let mut decisions = (0..AGGREGATE_MAX_EVENTS as u64).map(|i| {
+        let ev = event("rs", "SuccessfulDelete", &format!("Deleted pod: p{i}"));
+        c.correlate(&ev, now, 10 + i, 20 + i)
+            .expect("under the spam burst")
+    });
+    let first = decisions.next().unwrap();
+    assert_eq!((first.combined, first.observed.stamp), (false, 10));
+    let last = decisions.last().unwrap();
+    assert!(last.combined);
+    assert_eq!(last.observed.stamp, 20 + AGGREGATE_MAX_EVENTS as u64 - 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -150,7 +168,9 @@ async fn repeats_the_spam_filter_drops_still_count() {
     let ev = event("rs", "FailedCreate", "quota exceeded");
     let passed = (0..30).filter(|_| write(&mut c, &ev, t0).is_some()).count();
     assert_eq!(passed, 25, "the burst");
-    let later = c.correlate(&ev, t0 + SPAM_REFILL, 99).expect("a token refilled");
+    let later = c
+        .correlate(&ev, t0 + SPAM_REFILL, 99, 99)
+        .expect("a token refilled");
     assert_eq!(later.existing, Some(Existing { stamp: 1, count: 30 }));
 }
 

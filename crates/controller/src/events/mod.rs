@@ -97,8 +97,10 @@ impl EventRecorder {
         if let Some(r) = &self.recorded {
             r.lock().push(record.clone());
         }
+        // Stamped now, as client-go's recorder makes the event when it is recorded: an event that
+        // waits behind others (a throttled or failing Events API) keeps the time it happened at.
         if let Some(tx) = &self.tx
-            && tx.try_send(Queued::Event(record)).is_err()
+            && tx.try_send(Queued::Event(record, Timestamp::now())).is_err()
         {
             tracing::warn!(object = ?object.name, "event queue full; dropping event");
         }
@@ -135,27 +137,28 @@ impl EventRecorder {
     reason = "nearly every item is an event; boxing would allocate for each"
 )]
 enum Queued {
-    Event(EventRecord),
+    /// An event and when it was recorded.
+    Event(EventRecord, Timestamp),
     Flush(oneshot::Sender<()>),
 }
 
 async fn write_events(sink: Sink, component: String, instance: String, mut rx: mpsc::Receiver<Queued>) {
     let mut correlator = Correlator::default();
     while let Some(queued) = rx.recv().await {
-        let ev = match queued {
-            Queued::Event(ev) => ev,
+        let (ev, at) = match queued {
+            Queued::Event(ev, at) => (ev, at),
             Queued::Flush(done) => {
                 let _ = done.send(());
                 continue;
             }
         };
+        // As client-go: an event keeps the time it was recorded at, and is named after it; a combined
+        // one is made now, by the correlator, and takes this time instead.
         let now = Timestamp::now();
-        // Nanoseconds since 1970 fit 64 bits until 2554.
-        let nanos = u64::try_from(now.as_nanosecond()).unwrap_or_default();
-        let Some(decision) = correlator.correlate(&ev, Instant::now(), nanos) else {
+        let Some(decision) = correlator.correlate(&ev, Instant::now(), nanos(at), nanos(now)) else {
             continue;
         };
-        let now_time = Time(now);
+        let now_time = Time(if decision.combined { now } else { at });
         // A cluster-scoped object's events go to `default`, as client-go's recorder files them.
         let namespace = ev
             .object
@@ -215,6 +218,11 @@ async fn write_events(sink: Sink, component: String, instance: String, mut rx: m
         // name with a count one higher, and creates it if it never was.
         sink.send(&namespace, write, &ev.reason).await;
     }
+}
+
+/// Nanoseconds since 1970, which fit 64 bits until 2554.
+fn nanos(t: Timestamp) -> u64 {
+    u64::try_from(t.as_nanosecond()).unwrap_or_default()
 }
 
 #[cfg(test)]
