@@ -34,8 +34,8 @@ cache=${KCM_RS_CACHE:-$HOME/.cache/kcm-rs}
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
 # The controllers kcm-rs implements (KCM's names). In replace mode upstream KCM runs without them and
-# kcm-rs runs them; every other controller stays upstream's. Add deployment-controller and job-controller
-# here as they land.
+# kcm-rs runs them; every other controller stays upstream's. A new workload controller joins the list
+# with its Describe below.
 KCM_RS_CONTROLLERS=${KCM_RS_CONTROLLERS:-replicaset-controller replicationcontroller-controller deployment-controller job-controller ttl-after-finished-controller cronjob-controller}
 # The e2e Describe each controller's specs live in.
 declare -A describe_of=([replicaset-controller]=ReplicaSet [deployment-controller]=Deployment [job-controller]=Job
