@@ -150,8 +150,11 @@ impl<P: PodControl> Executor<P> {
             if let Some(c) = &after.finished {
                 self.finished.written(&plan.owner.uid);
                 let completions = crate::spec::completions(&plan.job);
+                // On the Job as this sync's first status write returned it (the cached one if there
+                // was none), as upstream's recordJobFinished: its resourceVersion in involvedObject.
+                let written = Owner::of(&job);
                 for e in finished_events(completions, after.status.succeeded.unwrap_or(0), c) {
-                    self.event(&plan.owner, &e);
+                    self.event(&written, &e);
                 }
                 let result = if c.type_ == crate::conditions::COMPLETE {
                     crate::metrics::SUCCEEDED

@@ -503,3 +503,25 @@ async fn a_resumed_job_starts_when_its_pods_were_made() {
     );
     assert_eq!(p.events(), ["SuccessfulCreate", "SuccessfulCreate", "Resumed"]);
 }
+
+/// The Completed event names the Job as the sync's first status write returned it (upstream's
+/// recordJobFinished gets that object), not the cached one nor the final write's.
+#[tokio::test]
+async fn the_finished_event_names_the_job_of_the_first_status_write() {
+    let pods = ["a", "b"].map(|n| pod(n).succeeded().build()).to_vec();
+    let c = server(job(2, Some(2)), pods);
+    let p = Process::start(&c);
+    p.converge(5).await;
+    let writes = status_writes(&c);
+    let first_answer = writes.first().and_then(|(_, _, answered)| answered.clone());
+    let completed: Vec<_> = p
+        .executor
+        .recorder
+        .recorded()
+        .into_iter()
+        .filter(|e| e.reason == "Completed")
+        .map(|e| e.object.resource_version)
+        .collect();
+    assert!(writes.len() >= 2, "{writes:?}");
+    assert_eq!(completed, [first_answer]);
+}
