@@ -171,13 +171,23 @@ async fn one_owner_left(ns: TestNamespace) -> Outcome {
     make(&ns, Kind::ConfigMap, "d", owned_by(&[&live, &dying], false)).await;
     delete(&ns, &dying, &DeleteParams::background()).await;
     until(&ns, "the reference to the deleted owner dropped", |o| {
-        o.get("ConfigMap/d")
-            .is_none_or(|m| m.owner_references.as_ref().is_none_or(|r| r.len() < 2))
+        one_owner_at_most(o, "ConfigMap/d")
     })
     .await;
+    left_after_kept_for(&ns).await
+}
+
+/// Whether `name` is gone or names one owner at most.
+fn one_owner_at_most(o: &Objects, name: &str) -> bool {
+    o.get(name)
+        .is_none_or(|m| m.owner_references.as_ref().is_none_or(|r| r.len() < 2))
+}
+
+/// What is left once the collector has had [`KEPT_FOR`] to do what it must not.
+async fn left_after_kept_for(ns: &TestNamespace) -> Outcome {
     tokio::time::sleep(KEPT_FOR).await;
     let mut out = Outcome::new();
-    record(&mut out, "left", &snapshot(&ns).await);
+    record(&mut out, "left", &snapshot(ns).await);
     out
 }
 
@@ -310,13 +320,9 @@ async fn names_to_escape(ns: TestNamespace) -> Outcome {
             NAMES_TO_ESCAPE
                 .iter()
                 .all(|n| !o.contains_key(&format!("Role/{n}")))
-                && o.get("ConfigMap/kept")
-                    .is_none_or(|m| m.owner_references.as_ref().is_none_or(|r| r.len() < 2))
+                && one_owner_at_most(o, "ConfigMap/kept")
         },
     )
     .await;
-    tokio::time::sleep(KEPT_FOR).await;
-    let mut out = Outcome::new();
-    record(&mut out, "left", &snapshot(&ns).await);
-    out
+    left_after_kept_for(&ns).await
 }
