@@ -15,8 +15,10 @@
 //! whole controller is compared with upstream's on a local control plane by `e2e/tests/replicaset.rs`.
 //!
 //! Where kcm-rs differs on purpose:
-//! * the scale-down ranking is a total order (Rust's sorts may panic on one that is not); it agrees
-//!   with upstream's wherever upstream's own order is consistent (`controller::ranking`).
+//! * pods equal in every tier of the scale-down ranking go by UID, where upstream leaves them to its
+//!   unstable sort; where upstream's comparison has a cycle, kcm-rs's merge sort (which Rust's sorts,
+//!   liable to panic on such a comparison, could not be) gives some order, as Go's does
+//!   (`controller::ranking`).
 //! * a sync that panics is logged, counted and retried, and the worker goes on, where upstream's
 //!   process would crash (`controller::worker`).
 #![forbid(unsafe_code)]
