@@ -31,8 +31,9 @@ const GO_PATH: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'@');
 
 /// A name that cannot be one segment of a path: read as one, it would address another object or a
-/// subresource. client-go's request refuses it with the same words (apimachinery
-/// `IsValidPathSegmentName`).
+/// subresource. No object has such a name. client-go's dynamic client refuses it with the same words
+/// (apimachinery `IsValidPathSegmentName`); its metadata client sends it all the same, and finds
+/// nothing. The caller says which it does.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid object name {name:?}: {why}")]
 pub struct InvalidPathSegment {

@@ -12,8 +12,6 @@ pub enum GcError {
     /// sees it or it is found gone.
     #[error("item {0} hasn't been observed via informer yet")]
     NotObserved(Box<Identity>),
-    #[error("invalid resource name {name:?}: {why}")]
-    InvalidName { name: String, why: String },
     #[error("error syncing item {item}: {source}")]
     Api {
         item: Box<Identity>,

@@ -189,11 +189,13 @@ async fn delete_each(
         Err(e) => return Err(text("list", r, namespace, e)),
     };
     for item in items {
-        // Listed names are valid path segments; escaped as client-go's request escapes them (an
-        // RBAC object's name may hold `#`, `?` or a space).
+        // Escaped as client-go's request escapes it (an RBAC object's name may hold `#`, `?` or a
+        // space). A listed name is a valid path segment; one that is not could name no object, and
+        // upstream's delete of it would find none: skipped, as upstream ignores that 404.
         let name = item.name.unwrap_or_default();
-        let name = path_segment(&name)
-            .map_err(|e| format!("delete {} in namespace {namespace}: {e}", r.resource))?;
+        let Ok(name) = path_segment(&name) else {
+            continue;
+        };
         match api.delete(&name, &DeleteParams::background()).await {
             Ok(_) => {}
             Err(e) if unsupported(&e) => {}
