@@ -77,11 +77,13 @@ pub fn until_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> Opt
     Some(Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0)))
 }
 
+/// The most restarts of any regular container, from 0 as upstream's `maxContainerRestarts`: a
+/// negative restartCount (the API server does not validate it) counts as none.
 pub fn max_container_restarts(pod: &Pod) -> i32 {
     pod.status
         .as_ref()
         .and_then(|s| s.container_statuses.as_ref())
-        .map_or(0, |cs| cs.iter().map(|c| c.restart_count).max().unwrap_or(0))
+        .map_or(0, |cs| cs.iter().map(|c| c.restart_count).fold(0, i32::max))
 }
 
 /// Whether the init container `name` is a sidecar (`restartPolicy: Always`, GA `SidecarContainers`).
@@ -105,8 +107,7 @@ pub fn max_sidecar_restarts(pod: &Pod) -> i32 {
             cs.iter()
                 .filter(|c| is_sidecar(pod, &c.name))
                 .map(|c| c.restart_count)
-                .max()
-                .unwrap_or(0)
+                .fold(0, i32::max)
         })
 }
 

@@ -229,9 +229,10 @@ fn time_fact(t: Option<Timestamp>, now: Timestamp) -> TimeFact {
     }
 }
 
-/// Go's `int64(math.Log2(float64(now - t)))`, and -1 for a time not in the past.
+/// Go's `int64(math.Log2(float64(now.Sub(t))))`, and -1 for a time not in the past. `Sub` saturates
+/// at the int64 nanoseconds of a `time.Duration` (about 292 years): older times share its bucket.
 fn log2_age(t: Timestamp, now: Timestamp) -> i64 {
-    let nanos = now.as_nanosecond() - t.as_nanosecond();
+    let nanos = (now.as_nanosecond() - t.as_nanosecond()).clamp(i128::from(i64::MIN), i128::from(i64::MAX));
     if nanos <= 0 {
         return -1;
     }

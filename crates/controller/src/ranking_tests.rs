@@ -326,3 +326,24 @@ proptest! {
         prop_assert_eq!(items, expected, "stable, as sort_by_key");
     }
 }
+
+/// restartCount is not validated; upstream's maxContainerRestarts counts from 0, so -1 ties with 0 and
+/// the creation time decides (newer first).
+#[test]
+fn a_negative_restart_count_counts_as_none() {
+    let base = |n: &str| pod(n).node("n").ready_at(ts(1000));
+    let negative = base("negative").restarts(-1).created_at(ts(9_000)).build();
+    let zero = base("zero").restarts(0).created_at(ts(100)).build();
+    assert_eq!(first_of(vec![zero, negative], vec![]), ["negative"]);
+}
+
+/// Go's `now.Sub(t)` saturates at about 292 years, so times older than that share the top bucket and
+/// the UID decides between them.
+#[test]
+fn ages_past_a_go_duration_share_its_bucket() {
+    const YEAR_1000: i64 = -30_610_224_000;
+    const YEAR_1500: i64 = -14_831_769_600;
+    let a = pod("a").uid("1").node("n").ready_at(ts(YEAR_1000)).build();
+    let b = pod("b").uid("2").node("n").ready_at(ts(YEAR_1500)).build();
+    assert_eq!(first_of(vec![b, a], vec![]), ["a"]);
+}

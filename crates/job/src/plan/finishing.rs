@@ -145,7 +145,8 @@ fn past_backoff_limit_on_failure(job: &Job, pods: &[Arc<Pod>]) -> bool {
     if policy != Some("OnFailure") {
         return false;
     }
-    let restarts: i64 = pods
+    // An int32 sum that wraps, as upstream's (restartCount is not validated).
+    let restarts = pods
         .iter()
         .filter(|p| matches!(phase(p), "Running" | "Pending"))
         .filter_map(|p| p.status.as_ref())
@@ -155,9 +156,8 @@ fn past_backoff_limit_on_failure(job: &Job, pods: &[Arc<Pod>]) -> bool {
                 .flatten()
                 .chain(s.container_statuses.iter().flatten())
         })
-        .map(|c| i64::from(c.restart_count))
-        .sum();
-    let limit = i64::from(backoff_limit(job));
+        .fold(0i32, |sum, c| sum.wrapping_add(c.restart_count));
+    let limit = backoff_limit(job);
     if limit == 0 {
         restarts > 0
     } else {

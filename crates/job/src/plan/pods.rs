@@ -86,7 +86,8 @@ fn wanted_active(plan: &SyncPlan) -> i32 {
         // Work-queue mode: after the first success no new pod, the running ones finish.
         None if plan.succeeded > 0 => len_i32(plan.active.len()),
         None => parallelism,
-        Some(c) => (c - plan.succeeded).min(parallelism).max(0),
+        // Wrapping, as upstream's int32: a succeeded count past i32::MAX has wrapped (`counting`).
+        Some(c) => c.wrapping_sub(plan.succeeded).min(parallelism).max(0),
     }
 }
 

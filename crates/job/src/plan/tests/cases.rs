@@ -161,6 +161,29 @@ fn on_failure_restarts_count_toward_the_backoff_limit() {
     );
 }
 
+/// restartCount is not validated: upstream's int32 sum of them wraps, so two pods at i32::MAX sum to
+/// -2, under the limit, and the Job goes on.
+#[test]
+fn on_failure_restarts_sum_as_upstreams_int32() {
+    let mut j = job(2, Some(2));
+    spec(&mut j).backoff_limit = Some(3);
+    spec(&mut j).template.spec.as_mut().unwrap().restart_policy = Some("OnFailure".into());
+    let pods = ["a", "b"].map(|n| pod(n).node("n").running().restarts(i32::MAX).build());
+    assert!(full(&j, &pods).sync.finished.is_none());
+}
+
+/// A succeeded count past i32::MAX wraps (`tracking::counts_past_i32_max_wrap_as_upstreams_do`); the
+/// pods still wanted are then upstream's clamp of the wrapped difference, not a panic.
+#[test]
+fn a_wrapped_succeeded_count_wants_no_pods() {
+    let mut j = job(2, Some(5));
+    j.status.get_or_insert_default().succeeded = Some(i32::MAX);
+    let pods = [pod("s").succeeded().build()];
+    let p = full(&j, &pods);
+    assert_eq!(p.sync.succeeded, i32::MIN);
+    assert_eq!(creates(&p), 0);
+}
+
 #[test]
 fn re_creation_waits_out_the_pod_failure_backoff() {
     let j = job(1, Some(3));
