@@ -23,8 +23,10 @@
 //!   the sync and plans again at once; upstream goes on with that ReplicaSet in the same sync.
 //! * a stuck rollout less than a second from its deadline is looked at again at the deadline plus a
 //!   second, not every few milliseconds (`progress::requeue_stuck`).
-//! * errors are retried without upstream's limit of 15; an invalid selector or strategy gets a
-//!   Warning event instead.
+//! * errors are retried without upstream's limit of 15, an invalid selector or strategy (an
+//!   unparsable maxSurge percentage) among them, logged at each try as upstream's are. Such a plan
+//!   error writes nothing, claims included, where upstream has adopted and released ReplicaSets
+//!   before it finds the strategy wrong.
 //! * an unparsable revision sorts as revision 0 in the history cleanup, where upstream's comparator
 //!   can cycle (`replica_sets.rs`).
 //! * proportional scaling multiplies in 64 bits where upstream's int32 wraps past about 46,341
