@@ -5,7 +5,7 @@ use std::{
     panic::AssertUnwindSafe,
     sync::{
         Arc,
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -33,6 +33,12 @@ pub(super) struct Listener<K> {
     pub(super) resync_period: Option<Duration>,
     /// When the next resync is due; meaningful only with a period.
     pub(super) next_resync: Mutex<Instant>,
+    /// Whether this handler takes updates that changed nothing (same resourceVersion, as a relist
+    /// gives for every object it finds unchanged): client-go's per-listener `isSyncing`, true from
+    /// the start and set again at each of the informer's resync checks to whether this handler's
+    /// resync was due then. A handler with a period that every check finds due (KCM's: one period
+    /// for all) is always syncing; one without a period stops at the first check.
+    pub(super) syncing: AtomicBool,
 }
 
 impl<K: Send + Sync + 'static> Listener<K> {
@@ -67,6 +73,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
             pending_initial: pending_initial.clone(),
             resync_period,
             next_resync: Mutex::new(next),
+            syncing: AtomicBool::new(true),
         });
         (listener, pending_initial)
     }

@@ -311,14 +311,15 @@ where
         }
     }
 
-    /// An update whose resourceVersion did not change is a resync, not a change: only handlers whose
-    /// resync is due get it (client-go `sharedIndexInformer.OnUpdate`).
+    /// An update whose resourceVersion did not change (a relist's unchanged objects) is a resync,
+    /// not a change: only syncing handlers get it (client-go `sharedIndexInformer.OnUpdate` and
+    /// `sharedProcessor.distribute`), which under KCM's one resync period is all of them, so every
+    /// controller looks at every object again after a relist.
     fn notify_update(&self, listeners: &[Arc<Listener<K>>], old: Arc<K>, new: Arc<K>) {
         let same = old.meta().resource_version.is_some()
             && old.meta().resource_version == new.meta().resource_version;
         for l in listeners {
-            let resync_due = l.resync_period.is_some() && *l.next_resync.lock() <= Instant::now();
-            if same && !resync_due {
+            if same && !l.syncing.load(Ordering::Acquire) {
                 continue;
             }
             l.send(Notification::Update {
@@ -328,9 +329,13 @@ where
         }
     }
 
-    /// Redelivers the cache to each handler whose resync period has passed. Checks every
-    /// [`MIN_RESYNC_PERIOD`], which is cheap (a look at each listener's deadline).
+    /// The informer's resync checks (client-go's reflector resync timer and
+    /// `sharedProcessor.shouldResync`): every shortest period of its handlers, each handler whose
+    /// resync is due gets the cache again, and every handler is marked syncing or not by whether it
+    /// was due ([`Listener::syncing`]). Polled every [`MIN_RESYNC_PERIOD`]; no handler with a period,
+    /// no check.
     async fn resync_loop(&self, cancel: CancellationToken) {
+        let mut next_check: Option<Instant> = None;
         loop {
             tokio::select! {
                 () = cancel.cancelled() => return,
@@ -338,7 +343,19 @@ where
             }
             let now = Instant::now();
             let listeners = self.listeners.lock();
-            for l in listeners.iter().filter(|l| l.take_resync_due(now)) {
+            let Some(check_period) = listeners.iter().filter_map(|l| l.resync_period).min() else {
+                continue;
+            };
+            if now < *next_check.get_or_insert(now + check_period) {
+                continue;
+            }
+            next_check = Some(now + check_period);
+            for l in listeners.iter() {
+                let due = l.take_resync_due(now);
+                l.syncing.store(due, Ordering::Release);
+                if !due {
+                    continue;
+                }
                 for obj in self.store.list() {
                     l.send(Notification::Update {
                         old: obj.clone(),

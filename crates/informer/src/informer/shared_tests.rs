@@ -85,8 +85,11 @@ async fn relist_deletes_vanished_objects_with_their_last_known_state() {
     let mut after = rec.take();
     after.sort();
     // b vanished while the watch was down: deleted with the state last seen (rv 12), not the listed
-    // one; a is unchanged (same RV) and so not redelivered; c is new.
-    assert_eq!(after, ["add c", "delete b unknown@12", "update b 2->12"]);
+    // one; a is unchanged (same RV), redelivered to a syncing handler as upstream's; c is new.
+    assert_eq!(
+        after,
+        ["add c", "delete b unknown@12", "update a 1->1", "update b 2->12"]
+    );
     assert_eq!(inf.store().len(), 2);
     assert!(inf.lister().get(Some("ns"), "b").is_none());
     cancel.cancel();
@@ -141,6 +144,36 @@ async fn resync_redelivers_only_to_handlers_that_asked() {
     tokio::time::sleep(Duration::from_secs(61)).await;
     assert_eq!(fast.take(), ["update a 1->1", "update a 1->1"]);
     assert!(none.take().is_empty());
+    cancel.cancel();
+}
+
+/// A relist's unchanged objects reach the handlers that are syncing: all of them until the first
+/// resync check, then those whose resync that check found due (client-go's `isSyncing`).
+#[tokio::test(start_paused = true)]
+async fn a_relists_unchanged_objects_reach_the_syncing_handlers() {
+    let api = FakeApi::default();
+    api.list_pods("10", &[pod("ns", "a", "1")]);
+    let w = api.watch();
+    api.list_pods("20", &[pod("ns", "a", "1")]);
+    let _w2 = api.watch();
+    let inf = informer(&api);
+    let (fast, none) = (Recorder::default(), Recorder::default());
+    inf.add_event_handler(fast.clone(), Some(Duration::from_secs(30)));
+    inf.add_event_handler(none.clone(), None);
+    let cancel = CancellationToken::new();
+    inf.run(cancel.clone());
+    settle().await;
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    assert_eq!(
+        fast.take(),
+        ["add a (initial)", "update a 1->1"],
+        "the check at 30 s"
+    );
+    assert_eq!(none.take(), ["add a (initial)"]);
+    w.send(event("ERROR", status(410, "Expired", "too old"))).unwrap();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(fast.take(), ["update a 1->1"], "the relist's unchanged a");
+    assert!(none.take().is_empty(), "not syncing since the check");
     cancel.cancel();
 }
 
