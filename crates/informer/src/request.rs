@@ -56,9 +56,20 @@ impl Collection {
         params: &ListParams,
         accept: &'static str,
     ) -> kube::Result<http::Response<Body>> {
-        let req = Request::new(&self.path)
+        let mut req = Request::new(&self.path)
             .list(params)
             .map_err(kube::Error::BuildRequest)?;
+        // kube leaves `resourceVersion=0` out of a list with a limit, which makes it a consistent
+        // read from etcd; client-go's reflector sends both (a ready watch cache ignores the limit).
+        if params.resource_version.as_deref() == Some("0")
+            && params.limit.is_some()
+            && params.continue_token.is_none()
+        {
+            let uri = format!("{}&resourceVersion=0", req.uri());
+            *req.uri_mut() = uri.parse().map_err(|e: http::uri::InvalidUri| {
+                kube::Error::BuildRequest(kube::core::request::Error::BuildRequest(e.into()))
+            })?;
+        }
         self.send(req, accept).await
     }
 

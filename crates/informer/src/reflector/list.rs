@@ -8,9 +8,11 @@ use kube::{
     api::{ListParams, WatchEvent, WatchParams},
 };
 use serde::de::DeserializeOwned;
+use tokio::time::Instant;
 
 use super::{
     INITIAL_EVENTS_END_ANNOTATION, LIST_PAGE_SIZE, Reflector, ReflectorError, ReflectorEvent, Sink, Snapshot,
+    VERY_SHORT_WATCH,
     errors::{is_expired, is_expired_status, is_retriable, is_watch_list_refused},
 };
 use crate::{key::ObjectKey, listwatch::WatchStream};
@@ -44,11 +46,14 @@ where
         }
     }
 
-    /// One LIST at `rv`. Only consistent reads ("") are paginated: a list at "0" or at an RV is served
-    /// from the watch cache, which ignores limits (client-go disables paging for them too). A page
-    /// whose continue token expired (etcd compacted past it) ends the paging with one list of the
-    /// whole, as client-go's pager does (`FullListIfExpired`): a collection too large to page through
-    /// between two compactions is still listed.
+    /// One LIST at `rv`, paged as client-go's reflector pages it: consistent reads ("") and lists at
+    /// "0" ask for [`LIST_PAGE_SIZE`] items a page (a ready watch cache ignores the limit at "0" and
+    /// answers whole; a server without one, or one still filling it, pages); a list at another RV
+    /// asks for no limit, so that the watch cache serves it rather than etcd. Later pages carry
+    /// only the continue token. A page whose continue token expired (etcd compacted past it) ends
+    /// the paging with one consistent list of the whole, as client-go's pager does
+    /// (`FullListIfExpired`): a collection too large to page through between two compactions is
+    /// still listed.
     async fn list_at(&self, rv: &str) -> kube::Result<(Snapshot<K>, String)> {
         let mut items = Snapshot::new();
         let mut continue_token: Option<String> = None;
@@ -56,10 +61,12 @@ where
             let mut lp = ListParams::default();
             lp.label_selector.clone_from(&self.config.label_selector);
             lp.field_selector.clone_from(&self.config.field_selector);
-            if rv.is_empty() {
+            if rv.is_empty() || rv == "0" {
                 lp.limit = Some(LIST_PAGE_SIZE);
+            }
+            if continue_token.is_some() {
                 lp.continue_token.clone_from(&continue_token);
-            } else {
+            } else if !rv.is_empty() {
                 lp.resource_version = Some(rv.to_owned());
             }
             let page = match self.api.list(&lp).await {
@@ -89,7 +96,8 @@ where
     /// old or too new is dropped and the streaming list asked again at once, throttling or a refused
     /// connection waits the reflector's backoff first, and any other failure (the server without the
     /// feature among them) answers `Ok(None)`: LIST for this attempt, rather than no progress. So does
-    /// a stream that ends before its bookmark.
+    /// a stream that ends at once with nothing in it; one that ends before its bookmark after events
+    /// or a while is asked again (client-go `watchList`).
     pub(super) async fn watch_list(
         &mut self,
         sink: &Sink<K>,
@@ -108,6 +116,7 @@ where
                 Ok(stream) => match self.stream_snapshot(stream, &rv, sink).await {
                     Streamed::Done(stream) => return Ok(Some(stream)),
                     Streamed::Fallback => return Ok(None),
+                    Streamed::Again => {}
                     Streamed::Expired => self.last_rv_unavailable = true,
                     Streamed::Throttled => tokio::time::sleep(self.backoff.next_delay()).await,
                 },
@@ -140,7 +149,9 @@ where
     /// `Replace`.
     async fn stream_snapshot(&mut self, mut stream: WatchStream<K>, rv: &str, sink: &Sink<K>) -> Streamed<K> {
         let mut snapshot = Snapshot::new();
+        let (started, mut events) = (Instant::now(), 0usize);
         while let Some(event) = stream.next().await {
+            events += 1;
             match event {
                 Ok(WatchEvent::Added(o) | WatchEvent::Modified(o)) => {
                     let o = self.apply_transform(o);
@@ -183,14 +194,29 @@ where
                     tracing::info!(resource = %self.resource, "streaming list failed ({} {}); falling back to LIST", s.code, s.message);
                     return Streamed::Fallback;
                 }
+                // The connection cut (a restarting API server, a GOAWAY): as the stream's end.
+                Err(kube::Error::ReadEvents(e)) => {
+                    tracing::info!(resource = %self.resource, "streaming list broke off ({e})");
+                    return Self::ended_early(events - 1, started);
+                }
                 Err(e) => {
-                    tracing::info!(resource = %self.resource, "streaming list broke off ({e}); falling back to LIST");
+                    tracing::info!(resource = %self.resource, "streaming list undecodable ({e}); falling back to LIST");
                     return Streamed::Fallback;
                 }
             }
         }
-        tracing::info!(resource = %self.resource, "streaming list ended before its initial-events-end bookmark; falling back to LIST");
-        Streamed::Fallback
+        Self::ended_early(events, started)
+    }
+
+    /// A streaming list that ended before its initial-events-end bookmark is asked again at once, as
+    /// client-go's `watchList` loops; one that ended within a second with no event at all (client-go's
+    /// `VeryShortWatchError`) falls back to LIST.
+    fn ended_early(events: usize, started: Instant) -> Streamed<K> {
+        if events == 0 && started.elapsed() < VERY_SHORT_WATCH {
+            Streamed::Fallback
+        } else {
+            Streamed::Again
+        }
     }
 }
 
@@ -202,5 +228,7 @@ enum Streamed<K> {
     Expired,
     /// The server ended it with 429: ask again after the backoff.
     Throttled,
+    /// It ended before its bookmark: ask again now.
+    Again,
     Fallback,
 }

@@ -85,6 +85,11 @@ async fn lists_at_zero_then_watches_from_the_list_rv_in_order() {
     assert_eq!(got, ["added c", "modified a", "deleted b"]);
     let reqs = api.requests();
     assert_eq!(param(&reqs[0], "resourceVersion"), Some("0"), "{reqs:?}");
+    assert_eq!(
+        param(&reqs[0], "limit"),
+        Some("500"),
+        "paged at \"0\" as client-go's pager: {reqs:?}"
+    );
     assert!(reqs[1].starts_with("WATCH"), "{reqs:?}");
     assert_eq!(param(&reqs[1], "resourceVersion"), Some("10"));
     assert_eq!(param(&reqs[1], "allowWatchBookmarks"), Some("true"));
@@ -240,6 +245,36 @@ async fn streaming_list_replaces_at_the_end_bookmark_and_keeps_the_stream() {
     assert_eq!(reqs.len(), 1, "one request for list and watch: {reqs:?}");
     assert_eq!(param(&reqs[0], "sendInitialEvents"), Some("true"));
     assert_eq!(param(&reqs[0], "resourceVersionMatch"), Some("NotOlderThan"));
+    cancel.cancel();
+}
+
+/// A streaming list cut before its end bookmark (a restarting API server) is asked again at once, as
+/// client-go's `watchList` loops; one that ends at once with nothing in it (client-go's
+/// `VeryShortWatchError`) falls back to LIST.
+#[tokio::test(start_paused = true)]
+async fn a_streaming_list_cut_before_its_bookmark_is_asked_again() {
+    let api = FakeApi::default();
+    let cut = api.watch();
+    let again = api.watch();
+    let (mut rx, cancel) = start(&api, true);
+    cut.send(event("ADDED", pod("ns", "a", "3"))).unwrap();
+    drop(cut);
+    again.send(event("ADDED", pod("ns", "a", "3"))).unwrap();
+    again.send(bookmark("4", true)).unwrap();
+    assert_eq!(describe(&next(&mut rx).await), "replace@4 [\"a\"]");
+    let reqs = api.requests();
+    assert_eq!(reqs.len(), 2, "{reqs:?}");
+    assert!(reqs.iter().all(|r| r.starts_with("WATCH")), "{reqs:?}");
+    cancel.cancel();
+
+    let api = FakeApi::default();
+    drop(api.watch());
+    api.list_pods("7", &[pod("ns", "a", "7")]);
+    let _w = api.watch();
+    let (mut rx, cancel) = start(&api, true);
+    assert_eq!(describe(&next(&mut rx).await), "replace@7 [\"a\"]");
+    let reqs = api.requests();
+    assert!(reqs[1].starts_with("LIST"), "{reqs:?}");
     cancel.cancel();
 }
 
