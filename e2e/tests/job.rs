@@ -179,23 +179,29 @@ async fn disruptive_job_deleted_in_the_foreground_with_a_stray_pod() {
     let cluster = Cluster::connect().await;
     {
         let _mode = ModeGuard::enter(&cluster, Mode::Reference);
-        with_namespace(cluster.clone(), "job-stray-upstream", |ns| async move {
-            stray_then_delete(&ns).await;
-            tokio::time::sleep(Duration::from_secs(15)).await;
-            let pod = only_pod(&ns).await;
-            assert!(
-                pod.metadata.finalizers.iter().flatten().any(|f| f == TRACKING),
-                "upstream left the finalizer (if this fails, upstream fixed it: drop the difference)"
-            );
-            // Let the namespace go.
-            let patch = json!({"metadata": {"finalizers": null}});
-            let name = pod.metadata.name.clone().unwrap();
-            ns.api::<Pod>()
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .unwrap();
-        })
-        .await;
+        // The premise needs upstream's Job controller not to sync between the relabel and the
+        // deletion; on a loaded plane it sometimes does (once in CI, the pod then went). So two tries,
+        // and the difference stands if either leaves the pod held by its finalizer.
+        let mut seen = Vec::new();
+        for _ in 0..2 {
+            let slot: Arc<Mutex<Option<String>>> = Arc::default();
+            let out = slot.clone();
+            with_namespace(cluster.clone(), "job-stray-upstream", |ns| async move {
+                stray_then_delete(&ns).await;
+                tokio::time::sleep(Duration::from_secs(15)).await;
+                *out.lock() = Some(upstream_left(&ns).await);
+            })
+            .await;
+            seen.push(slot.lock().take().unwrap_or_default());
+            if seen.last().is_some_and(|s| s == HELD) {
+                break;
+            }
+        }
+        assert!(
+            seen.iter().any(|s| s == HELD),
+            "upstream left the finalizer in neither try (if this fails, upstream fixed it: drop the \
+             difference): {seen:?}"
+        );
     }
     let _mode = ModeGuard::enter(&cluster, Mode::Replace);
     let kcm_rs = KcmRs::start(&cluster, "job-stray", &["--controllers=job-controller"]).await;
@@ -278,8 +284,28 @@ async fn stray_then_delete(ns: &kcm_rs_e2e::TestNamespace) {
         .unwrap();
 }
 
-async fn only_pod(ns: &kcm_rs_e2e::TestNamespace) -> Pod {
-    let mut pods = ns.api::<Pod>().list(&ListParams::default()).await.unwrap().items;
-    assert_eq!(pods.len(), 1, "one pod");
-    pods.remove(0)
+/// What [`upstream_left`] says of the premise: the one pod still there, held by its finalizer.
+const HELD: &str = "one pod, held by the tracking finalizer";
+
+/// What upstream left of the stray pod; then lets the namespace go (no finalizer is left).
+async fn upstream_left(ns: &kcm_rs_e2e::TestNamespace) -> String {
+    let pods = ns.api::<Pod>().list(&ListParams::default()).await.unwrap().items;
+    let held = |p: &Pod| p.metadata.finalizers.iter().flatten().any(|f| f == TRACKING);
+    let seen = match pods.as_slice() {
+        [pod] if held(pod) => HELD.to_owned(),
+        _ => format!(
+            "{} pods, {} held",
+            pods.len(),
+            pods.iter().filter(|p| held(p)).count()
+        ),
+    };
+    let patch = json!({"metadata": {"finalizers": null}});
+    for pod in pods.iter().filter(|p| held(p)) {
+        let name = pod.metadata.name.clone().unwrap();
+        ns.api::<Pod>()
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+    }
+    seen
 }
