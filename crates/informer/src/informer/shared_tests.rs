@@ -127,15 +127,21 @@ async fn late_handler_gets_the_cache_first_and_syncs_on_its_own() {
     cancel.cancel();
 }
 
+/// An informer over `api` with two handlers: one resyncing every 30 s, one never.
+fn fast_and_none(api: &FakeApi) -> (SharedInformer<Pod>, Recorder, Recorder) {
+    let inf = informer(api);
+    let (fast, none) = (Recorder::default(), Recorder::default());
+    inf.add_event_handler(fast.clone(), Some(Duration::from_secs(30)));
+    inf.add_event_handler(none.clone(), None);
+    (inf, fast, none)
+}
+
 #[tokio::test(start_paused = true)]
 async fn resync_redelivers_only_to_handlers_that_asked() {
     let api = FakeApi::default();
     api.list_pods("10", &[pod("ns", "a", "1")]);
     let _w = api.watch();
-    let inf = informer(&api);
-    let (fast, none) = (Recorder::default(), Recorder::default());
-    inf.add_event_handler(fast.clone(), Some(Duration::from_secs(30)));
-    inf.add_event_handler(none.clone(), None);
+    let (inf, fast, none) = fast_and_none(&api);
     let cancel = CancellationToken::new();
     inf.run(cancel.clone());
     settle().await;
@@ -156,10 +162,7 @@ async fn a_relists_unchanged_objects_reach_the_syncing_handlers() {
     let w = api.watch();
     api.list_pods("20", &[pod("ns", "a", "1")]);
     let _w2 = api.watch();
-    let inf = informer(&api);
-    let (fast, none) = (Recorder::default(), Recorder::default());
-    inf.add_event_handler(fast.clone(), Some(Duration::from_secs(30)));
-    inf.add_event_handler(none.clone(), None);
+    let (inf, fast, none) = fast_and_none(&api);
     let cancel = CancellationToken::new();
     inf.run(cancel.clone());
     settle().await;

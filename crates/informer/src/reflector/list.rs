@@ -151,6 +151,11 @@ where
         let mut snapshot = Snapshot::new();
         let (started, mut events) = (Instant::now(), 0usize);
         while let Some(event) = stream.next().await {
+            // The connection cut (a restarting API server, a GOAWAY): as the stream's end.
+            if let Err(kube::Error::ReadEvents(e)) = &event {
+                tracing::info!(resource = %self.resource, "streaming list broke off ({e})");
+                return Self::ended_early(events, started);
+            }
             events += 1;
             match event {
                 Ok(WatchEvent::Added(o) | WatchEvent::Modified(o)) => {
@@ -193,11 +198,6 @@ where
                 Ok(WatchEvent::Error(s)) => {
                     tracing::info!(resource = %self.resource, "streaming list failed ({} {}); falling back to LIST", s.code, s.message);
                     return Streamed::Fallback;
-                }
-                // The connection cut (a restarting API server, a GOAWAY): as the stream's end.
-                Err(kube::Error::ReadEvents(e)) => {
-                    tracing::info!(resource = %self.resource, "streaming list broke off ({e})");
-                    return Self::ended_early(events - 1, started);
                 }
                 Err(e) => {
                     tracing::info!(resource = %self.resource, "streaming list undecodable ({e}); falling back to LIST");
